@@ -1,0 +1,59 @@
+//! Errors of the host runtime.
+
+use std::fmt;
+
+use cust::error::CudaError;
+use veballoc_kernels::HeapError;
+
+/// Everything that can go wrong on the host side, with enough context to act on it.
+#[derive(Debug)]
+pub enum Error {
+    /// No usable CUDA GPU or driver (no device, no driver library, or a stub library).
+    NoGpu(String),
+    /// The driver rejected veballoc's PTX (too old a driver, or a broken build).
+    PtxLoad(CudaError),
+    /// The heap asked for does not fit in the GPU's free memory.
+    HeapTooLarge { requested: u64, available: u64 },
+    /// The heap asked for is smaller than one segment.
+    HeapTooSmall { requested: u64, minimum: u64 },
+    /// A CUDA call failed.
+    Cuda { call: &'static str, err: CudaError },
+    /// The heap validator found an inconsistency.
+    Corrupt(HeapError),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::NoGpu(why) => write!(f, "no usable CUDA GPU: {why}"),
+            Error::PtxLoad(e) => write!(f, "the CUDA driver could not load veballoc's PTX: {e} (driver too old for PTX ISA 7.0 / sm_80?)"),
+            Error::HeapTooLarge { requested, available } => write!(
+                f,
+                "a heap of {} MiB does not fit: the GPU has {} MiB free (heap memory plus its metadata)",
+                requested >> 20,
+                available >> 20
+            ),
+            Error::HeapTooSmall { requested, minimum } => {
+                write!(f, "a heap of {requested} bytes is smaller than one segment ({minimum} bytes)")
+            }
+            Error::Cuda { call, err } => write!(f, "{call} failed: {err}"),
+            Error::Corrupt(e) => write!(f, "heap validation failed: {e:?}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result with [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Adds the failing call's name to a CUDA error.
+pub(crate) trait Context<T> {
+    fn during(self, call: &'static str) -> Result<T>;
+}
+
+impl<T> Context<T> for std::result::Result<T, CudaError> {
+    fn during(self, call: &'static str) -> Result<T> {
+        self.map_err(|err| Error::Cuda { call, err })
+    }
+}

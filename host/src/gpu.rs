@@ -1,0 +1,137 @@
+//! The GPU: driver, context, veballoc's PTX module and a stream.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cust::context::Context as CuContext;
+use cust::device::Device;
+use cust::function::{BlockSize, GridSize};
+use cust::module::Module;
+use cust::stream::{Stream, StreamFlags};
+use cust::CudaFlags;
+
+use crate::error::{Context, Error, Result};
+
+/// veballoc's kernels, compiled from `kernels/` by build.rs.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
+
+struct Inner {
+    // Field order is drop order: stream and module go before the context.
+    stream: Stream,
+    module: Module,
+    _ctx: CuContext,
+    name: String,
+    driver: i32,
+    total_memory: u64,
+    multiprocessors: u32,
+}
+
+/// A CUDA device with veballoc's module loaded. Cheap to clone.
+///
+/// ```no_run
+/// let gpu = veballoc::Gpu::new()?;
+/// println!("{} (driver {})", gpu.name(), gpu.driver_version());
+/// # Ok::<(), veballoc::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Gpu {
+    inner: Arc<Inner>,
+}
+
+impl Gpu {
+    /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU).
+    pub fn new() -> Result<Gpu> {
+        cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e}")))?;
+        let device =
+            Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e}")))?;
+        let ctx = CuContext::new(device).during("cuCtxCreate")?;
+        let module = Module::from_ptx(PTX, &[]).map_err(Error::PtxLoad)?;
+        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;
+        let mut driver = 0i32;
+        // SAFETY: cuDriverGetVersion writes one int.
+        unsafe { cust::sys::cuDriverGetVersion(&mut driver) };
+        let multiprocessors = device
+            .get_attribute(cust::device::DeviceAttribute::MultiprocessorCount)
+            .during("cuDeviceGetAttribute")? as u32;
+        Ok(Gpu {
+            inner: Arc::new(Inner {
+                stream,
+                module,
+                _ctx: ctx,
+                name: device.name().during("cuDeviceGetName")?,
+                driver,
+                total_memory: device.total_memory().during("cuDeviceTotalMem")? as u64,
+                multiprocessors,
+            }),
+        })
+    }
+
+    /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The CUDA driver API version, e.g. 13000 for CUDA 13.0.
+    pub fn driver_version(&self) -> i32 {
+        self.inner.driver
+    }
+
+    /// Total device memory in bytes.
+    pub fn total_memory(&self) -> u64 {
+        self.inner.total_memory
+    }
+
+    /// Number of multiprocessors.
+    pub fn multiprocessors(&self) -> u32 {
+        self.inner.multiprocessors
+    }
+
+    /// Free device memory in bytes, now.
+    pub fn free_memory(&self) -> Result<u64> {
+        Ok(cust::memory::mem_get_info().during("cuMemGetInfo")?.0 as u64)
+    }
+
+    /// The stream every veballoc launch goes to.
+    pub fn stream(&self) -> &Stream {
+        &self.inner.stream
+    }
+
+    /// The loaded module (for the test and benchmark kernels in it).
+    pub fn module(&self) -> &Module {
+        &self.inner.module
+    }
+
+    /// Launches `kernel` of veballoc's module over `threads` threads, `block` per block.
+    ///
+    /// # Safety
+    /// `args` must point to values whose types and order match the kernel's parameters.
+    pub unsafe fn launch(
+        &self,
+        kernel: &str,
+        threads: u64,
+        block: u32,
+        args: &[*mut c_void],
+    ) -> Result<()> {
+        let f = self
+            .inner
+            .module
+            .get_function(kernel)
+            .during("cuModuleGetFunction")?;
+        let grid = threads.div_ceil(block as u64).max(1) as u32;
+        // SAFETY: the caller vouches for the arguments.
+        unsafe {
+            self.inner
+                .stream
+                .launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args)
+        }
+        .during("cuLaunchKernel")
+    }
+
+    /// Waits for all work on the stream; reports errors of kernels that ran on it.
+    pub fn sync(&self) -> Result<()> {
+        self.inner
+            .stream
+            .synchronize()
+            .during("cuStreamSynchronize (a kernel failed)")
+    }
+}

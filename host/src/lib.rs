@@ -1,0 +1,29 @@
+//! veballoc: a GPU heap for Rust kernels. Kernels call `malloc`/`free` on the device, with
+//! no trip to the host; this crate creates heaps, loads the allocator's PTX and reports
+//! statistics. The device side is the `veballoc-kernels` crate (re-exported as [`kernels`]).
+//!
+//! ```no_run
+//! use veballoc::{Gpu, Heap};
+//! let gpu = Gpu::new()?;                       // Err(Error::NoGpu(..)) without a GPU
+//! let heap = Heap::new(&gpu, 1 << 30)?;        // 1 GiB heap
+//! let stats = heap.stats()?;
+//! assert_eq!(stats.bytes_in_use, 0);
+//! heap.destroy()?;
+//! # Ok::<(), veballoc::Error>(())
+//! ```
+
+mod error;
+mod gpu;
+mod heap;
+
+pub use error::{Error, Result};
+pub use gpu::{Gpu, PTX};
+pub use heap::{Heap, HeapArg};
+pub use veballoc_kernels as kernels;
+pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};
+
+/// A device buffer of `n` zeroed u64s, for tests and benchmarks that pass arrays to kernels.
+pub fn zeroed_u64s(n: usize) -> Result<cust::memory::DeviceBuffer<u64>> {
+    use error::Context;
+    cust::memory::DeviceBuffer::<u64>::zeroed(n).during("cuMemAlloc")
+}

@@ -1,0 +1,252 @@
+//! The GPU-only primitives (thread indices, warp vote/shuffle/match, sleep, fences, volatile
+//! loads, clocks) and their host twin.
+//!
+//! The host twin models a warp of one lane: `activemask() == 1`, a ballot is the lane's own
+//! predicate, a shuffle returns the caller's value. The allocator's warp-coalesced paths then
+//! degenerate to the per-thread path, which is what CPU threads (and loom) exercise; the
+//! group arithmetic is tested separately through `Heap::take_slices` with group sizes up to 32.
+
+/// Lanes in a warp on the device.
+pub const WARP_SIZE: u32 = 32;
+
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use core::arch::asm;
+    use core::arch::nvptx;
+
+    /// Global thread index along x (blockIdx.x * blockDim.x + threadIdx.x).
+    #[inline(always)]
+    pub fn global_thread_x() -> u64 {
+        // SAFETY: reading special registers has no preconditions.
+        unsafe {
+            nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64
+                + nvptx::_thread_idx_x() as u64
+        }
+    }
+    /// Threads in the whole grid along x.
+    #[inline(always)]
+    pub fn grid_threads_x() -> u64 {
+        // SAFETY: reading special registers has no preconditions.
+        unsafe { nvptx::_grid_dim_x() as u64 * nvptx::_block_dim_x() as u64 }
+    }
+    #[inline(always)]
+    pub fn thread_idx_x() -> u32 {
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { nvptx::_thread_idx_x() as u32 }
+    }
+    #[inline(always)]
+    pub fn block_idx_x() -> u32 {
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { nvptx::_block_idx_x() as u32 }
+    }
+    #[inline(always)]
+    pub fn block_dim_x() -> u32 {
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { nvptx::_block_dim_x() as u32 }
+    }
+    #[inline(always)]
+    pub fn lane_id() -> u32 {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { asm!("mov.u32 {r}, %laneid;", r = out(reg32) r, options(nomem, nostack, pure)) };
+        r
+    }
+    /// Lanes below this one (for ranks within a group).
+    #[inline(always)]
+    pub fn lanemask_lt() -> u32 {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe {
+            asm!("mov.u32 {r}, %lanemask_lt;", r = out(reg32) r, options(nomem, nostack, pure))
+        };
+        r
+    }
+    /// Multiprocessor this thread runs on: spreads per-class "current block" slots.
+    #[inline(always)]
+    pub fn smid() -> u32 {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { asm!("mov.u32 {r}, %smid;", r = out(reg32) r, options(nomem, nostack)) };
+        r
+    }
+    #[inline(always)]
+    pub fn activemask() -> u32 {
+        let r: u32;
+        // SAFETY: activemask has no preconditions.
+        unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
+        r
+    }
+    /// Bit i set when lane i of `mask` has `pred`. Every lane of `mask` must execute it.
+    #[inline(always)]
+    pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+        let r: u32;
+        // SAFETY: callers pass a mask of converged lanes (from activemask/match_any).
+        unsafe {
+            asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
+                 r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
+        };
+        r
+    }
+    /// Lanes of `mask` whose `value` equals this lane's.
+    #[inline(always)]
+    pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+        let r: u32;
+        // SAFETY: callers pass a mask of converged lanes.
+        unsafe {
+            asm!("match.any.sync.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
+        };
+        r
+    }
+    /// `value` of lane `src` (which must be in `mask`).
+    #[inline(always)]
+    pub fn shfl_sync_u32(mask: u32, value: u32, src: u32) -> u32 {
+        let r: u32;
+        // SAFETY: callers pass a mask of converged lanes that contains `src`.
+        unsafe {
+            asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, {m};", r = out(reg32) r, v = in(reg32) value, s = in(reg32) src, m = in(reg32) mask, options(nomem, nostack))
+        };
+        r
+    }
+    #[inline(always)]
+    pub fn shfl_sync_u64(mask: u32, value: u64, src: u32) -> u64 {
+        let lo = shfl_sync_u32(mask, value as u32, src);
+        let hi = shfl_sync_u32(mask, (value >> 32) as u32, src);
+        ((hi as u64) << 32) | lo as u64
+    }
+    /// Memory-ordering warp barrier over `mask`: orders the leader's acquire before the other
+    /// lanes' use of what it obtained.
+    #[inline(always)]
+    pub fn syncwarp(mask: u32) {
+        // SAFETY: callers pass a mask of lanes that all reach this barrier.
+        unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
+    }
+    #[inline(always)]
+    pub fn nanosleep(ns: u32) {
+        // SAFETY: nanosleep has no preconditions (sm_70+).
+        unsafe { asm!("nanosleep.u32 {t};", t = in(reg32) ns, options(nomem, nostack)) };
+    }
+    /// Device-wide acquire+release fence.
+    #[inline(always)]
+    pub fn fence_acq_rel_gpu() {
+        // SAFETY: a fence has no preconditions.
+        unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
+    }
+    /// A load that always goes to memory (bypasses L1): for polling words others write.
+    ///
+    /// # Safety
+    /// `p` must be valid and aligned.
+    #[inline(always)]
+    pub unsafe fn load_volatile_u64(p: *const u64) -> u64 {
+        let r: u64;
+        // SAFETY: the caller vouches for `p`.
+        unsafe {
+            asm!("ld.volatile.u64 {r}, [{p}];", r = out(reg64) r, p = in(reg64) p as u64, options(nostack, readonly))
+        };
+        r
+    }
+    /// Nanoseconds from the global timer.
+    #[inline(always)]
+    pub fn globaltimer() -> u64 {
+        let r: u64;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { asm!("mov.u64 {r}, %globaltimer;", r = out(reg64) r, options(nomem, nostack)) };
+        r
+    }
+    #[inline(always)]
+    pub fn sync_threads() {
+        // SAFETY: callers call this from all threads of the block.
+        unsafe { nvptx::_syncthreads() }
+    }
+    /// Ends the kernel with an error (a panic on the device).
+    #[inline(always)]
+    pub fn trap() -> ! {
+        // SAFETY: trap has no preconditions; it never returns.
+        unsafe { nvptx::trap() }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod imp {
+    extern crate std;
+
+    std::thread_local! {
+        static THREAD_INDEX: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    }
+
+    /// Sets what `global_thread_x` returns on this host thread (CPU test harnesses).
+    pub fn set_host_thread_index(i: u64) {
+        THREAD_INDEX.with(|c| c.set(i));
+    }
+    pub fn global_thread_x() -> u64 {
+        THREAD_INDEX.with(|c| c.get())
+    }
+    pub fn grid_threads_x() -> u64 {
+        1
+    }
+    pub fn thread_idx_x() -> u32 {
+        global_thread_x() as u32
+    }
+    pub fn block_idx_x() -> u32 {
+        0
+    }
+    pub fn block_dim_x() -> u32 {
+        1
+    }
+    pub fn lane_id() -> u32 {
+        0
+    }
+    pub fn lanemask_lt() -> u32 {
+        0
+    }
+    /// The host's "multiprocessor" is the thread index: CPU threads get distinct slots.
+    pub fn smid() -> u32 {
+        global_thread_x() as u32
+    }
+    pub fn activemask() -> u32 {
+        1
+    }
+    pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+        mask & pred as u32
+    }
+    pub fn match_any_sync(mask: u32, _value: u32) -> u32 {
+        mask & 1
+    }
+    pub fn shfl_sync_u32(_mask: u32, value: u32, _src: u32) -> u32 {
+        value
+    }
+    pub fn shfl_sync_u64(_mask: u32, value: u64, _src: u32) -> u64 {
+        value
+    }
+    pub fn syncwarp(_mask: u32) {}
+    pub fn nanosleep(_ns: u32) {
+        #[cfg(loom)]
+        loom::thread::yield_now();
+        #[cfg(not(loom))]
+        std::thread::yield_now();
+    }
+    pub fn fence_acq_rel_gpu() {
+        #[cfg(loom)]
+        loom::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
+        #[cfg(not(loom))]
+        core::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
+    }
+    /// # Safety
+    /// `p` must be valid and aligned.
+    pub unsafe fn load_volatile_u64(p: *const u64) -> u64 {
+        // SAFETY: the caller vouches for `p`.
+        unsafe { core::ptr::read_volatile(p) }
+    }
+    pub fn globaltimer() -> u64 {
+        use std::time::{SystemTime, UNIX_EPOCH};
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0)
+    }
+    pub fn sync_threads() {}
+    pub fn trap() -> ! {
+        std::process::abort()
+    }
+}
+
+pub use imp::*;

@@ -1,0 +1,224 @@
+//! The one atomics shim: GPU inline asm, `core` atomics on the host, `loom` under `--cfg loom`.
+//!
+//! Every method name carries its ordering. On the GPU all of them are `.gpu` scope: the heap is
+//! shared by the threads of one device and never by the host while kernels run, so `.sys`
+//! scope (what LLVM emits for `core` atomics) would only cost time. We write the RMWs in
+//! inline asm because LLVM 22 drops the ordering of `fetch_add/or/and/swap` on NVPTX (it emits
+//! a relaxed `atom`), which would silently break our acquire/release chains.
+
+#[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
+use core::sync::atomic::{AtomicU32 as Inner32, AtomicU64 as Inner64, Ordering};
+#[cfg(all(not(target_arch = "nvptx64"), loom))]
+use loom::sync::atomic::{AtomicU32 as Inner32, AtomicU64 as Inner64, Ordering};
+
+#[cfg(target_arch = "nvptx64")]
+use core::cell::UnsafeCell;
+
+/// A 64-bit word updated only through the ordered methods below.
+#[repr(transparent)]
+pub struct Atom64 {
+    #[cfg(target_arch = "nvptx64")]
+    v: UnsafeCell<u64>,
+    #[cfg(not(target_arch = "nvptx64"))]
+    v: Inner64,
+}
+
+/// A 32-bit word updated only through the ordered methods below.
+#[repr(transparent)]
+pub struct Atom32 {
+    #[cfg(target_arch = "nvptx64")]
+    v: UnsafeCell<u32>,
+    #[cfg(not(target_arch = "nvptx64"))]
+    v: Inner32,
+}
+
+// SAFETY: every access to the cell goes through an atomic instruction (GPU) or a std/loom atomic.
+#[cfg(target_arch = "nvptx64")]
+unsafe impl Sync for Atom64 {}
+// SAFETY: as for Atom64.
+#[cfg(target_arch = "nvptx64")]
+unsafe impl Sync for Atom32 {}
+
+/// Generates the GPU (inline PTX) implementation of one width.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! gpu_atomic_impl {
+    ($name:ident, $t:ty, $reg:ident, $u:literal, $b:literal) => {
+        impl $name {
+            pub const fn new(x: $t) -> Self {
+                Self { v: UnsafeCell::new(x) }
+            }
+            #[inline(always)]
+            fn p(&self) -> u64 {
+                self.v.get() as u64
+            }
+            #[inline(always)]
+            pub fn load_relaxed(&self) -> $t {
+                let r: $t;
+                // SAFETY: `p` points to a live, aligned word owned by `self`.
+                unsafe { core::arch::asm!(concat!("ld.relaxed.gpu.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn load_acquire(&self) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("ld.acquire.gpu.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn store_relaxed(&self, x: $t) {
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("st.relaxed.gpu.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+            }
+            #[inline(always)]
+            pub fn store_release(&self, x: $t) {
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("st.release.gpu.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+            }
+            #[inline(always)]
+            pub fn fetch_add_relaxed(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn fetch_add_acq_rel(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn fetch_sub_acq_rel(&self, x: $t) -> $t {
+                self.fetch_add_acq_rel(x.wrapping_neg())
+            }
+            #[inline(always)]
+            pub fn fetch_or_acq_rel(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn fetch_and_acq_rel(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn swap_acq_rel(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.exch.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            /// Compare-and-swap; `Ok(old)` when it stored `new`, `Err(actual)` otherwise.
+            #[inline(always)]
+            pub fn cas_acq_rel(&self, cur: $t, new: $t) -> Result<$t, $t> {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.cas.", $b, " {r}, [{p}], {c}, {n};"), r = out($reg) r, c = in($reg) cur, n = in($reg) new, p = in(reg64) self.p()) };
+                if r == cur { Ok(r) } else { Err(r) }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+gpu_atomic_impl!(Atom64, u64, reg64, "u64", "b64");
+#[cfg(target_arch = "nvptx64")]
+gpu_atomic_impl!(Atom32, u32, reg32, "u32", "b32");
+
+/// Generates the host (std or loom) implementation of one width.
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! host_atomic_impl {
+    ($name:ident, $t:ty, $inner:ident) => {
+        impl $name {
+            #[cfg(not(loom))]
+            pub const fn new(x: $t) -> Self {
+                Self { v: $inner::new(x) }
+            }
+            #[cfg(loom)]
+            pub fn new(x: $t) -> Self {
+                Self { v: $inner::new(x) }
+            }
+            #[inline(always)]
+            pub fn load_relaxed(&self) -> $t {
+                self.v.load(Ordering::Relaxed)
+            }
+            #[inline(always)]
+            pub fn load_acquire(&self) -> $t {
+                self.v.load(Ordering::Acquire)
+            }
+            #[inline(always)]
+            pub fn store_relaxed(&self, x: $t) {
+                self.v.store(x, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            pub fn store_release(&self, x: $t) {
+                self.v.store(x, Ordering::Release)
+            }
+            #[inline(always)]
+            pub fn fetch_add_relaxed(&self, x: $t) -> $t {
+                self.v.fetch_add(x, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            pub fn fetch_add_acq_rel(&self, x: $t) -> $t {
+                self.v.fetch_add(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn fetch_sub_acq_rel(&self, x: $t) -> $t {
+                self.v.fetch_sub(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn fetch_or_acq_rel(&self, x: $t) -> $t {
+                self.v.fetch_or(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn fetch_and_acq_rel(&self, x: $t) -> $t {
+                self.v.fetch_and(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn swap_acq_rel(&self, x: $t) -> $t {
+                self.v.swap(x, Ordering::AcqRel)
+            }
+            /// Compare-and-swap; `Ok(old)` when it stored `new`, `Err(actual)` otherwise.
+            #[inline(always)]
+            pub fn cas_acq_rel(&self, cur: $t, new: $t) -> Result<$t, $t> {
+                self.v
+                    .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
+            }
+        }
+    };
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+host_atomic_impl!(Atom64, u64, Inner64);
+#[cfg(not(target_arch = "nvptx64"))]
+host_atomic_impl!(Atom32, u32, Inner32);
+
+/// Views `n` words at `addr` as atomics.
+///
+/// # Safety
+/// `addr` must be 8-aligned and point to `n` live words that are only accessed atomically
+/// for the lifetime `'a`.
+#[cfg(not(loom))]
+#[inline(always)]
+pub unsafe fn words<'a>(addr: u64, n: usize) -> &'a [Atom64] {
+    // SAFETY: Atom64 is repr(transparent) over a u64-sized, u64-aligned cell; the caller vouches
+    // for the memory.
+    unsafe { core::slice::from_raw_parts(addr as usize as *const Atom64, n) }
+}
+
+/// Views `n` 32-bit words at `addr` as atomics.
+///
+/// # Safety
+/// As for [`words`], with 4-byte alignment.
+#[cfg(not(loom))]
+#[inline(always)]
+pub unsafe fn words32<'a>(addr: u64, n: usize) -> &'a [Atom32] {
+    // SAFETY: Atom32 is repr(transparent) over a u32-sized cell; the caller vouches for the memory.
+    unsafe { core::slice::from_raw_parts(addr as usize as *const Atom32, n) }
+}

@@ -1,0 +1,279 @@
+//! Blocks: a segment formatted for size class `c` is cut into blocks of 4096 slices of
+//! `16 << c` bytes. Each class has its own vEB tree of free blocks; a block leaves its tree
+//! either to serve slices (installed as a "current" block, see `slice.rs`) or whole, for a
+//! request larger than a slice.
+//!
+//! Per block there is one `BlockMeta`:
+//! - `alloc`: `epoch << 32 | handed-out count`. Slices are bump-allocated with one atomic add
+//!   per warp. The epoch grows each time the block is installed, so a warp that read a stale
+//!   "current block" detects it from the add's old value and gives back what it took.
+//!   While a block is parked (free in its tree, or taken whole) the count is >= 4096, so a
+//!   stale add takes nothing.
+//! - `freed`: slices given back; the free that brings it to 4096 recycles the block.
+//! - `kind`: whether the block is handed out whole.
+
+use crate::atomic::{Atom32, Atom64};
+use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
+
+/// Number of slice (and block) size classes: 16 B .. 4 KiB slices.
+pub const NUM_CLASSES: usize = 9;
+/// log2 of the smallest slice.
+pub const MIN_SLICE_SHIFT: u32 = 4;
+/// Largest request served by a slice.
+pub const MAX_SLICE_BYTES: u64 = 1 << (MIN_SLICE_SHIFT + NUM_CLASSES as u32 - 1);
+/// Blocks per segment in class 0; the stride of per-segment block metadata.
+pub const MAX_BLOCKS_PER_SEGMENT: u32 = blocks_per_segment(0);
+
+/// Bytes of one slice of class `c`.
+#[inline(always)]
+pub const fn slice_bytes(c: usize) -> u64 {
+    1 << (MIN_SLICE_SHIFT as usize + c)
+}
+/// Bytes of one block of class `c`.
+#[inline(always)]
+pub const fn block_bytes(c: usize) -> u64 {
+    SLICES_PER_BLOCK as u64 * slice_bytes(c)
+}
+/// Blocks in a segment of class `c`.
+#[inline(always)]
+pub const fn blocks_per_segment(c: usize) -> u32 {
+    (SEGMENT_BYTES / block_bytes(c)) as u32
+}
+/// log2 of the blocks in a segment of class `c`.
+#[inline(always)]
+pub const fn blocks_per_segment_shift(c: usize) -> u32 {
+    blocks_per_segment(c).trailing_zeros()
+}
+
+/// Smallest power of two >= `size`, as its log2 (`size` >= 1).
+#[inline(always)]
+pub const fn ceil_log2(size: u64) -> u32 {
+    if size <= 1 {
+        0
+    } else {
+        64 - (size - 1).leading_zeros()
+    }
+}
+
+/// Slice class for `1 <= size <= MAX_SLICE_BYTES`.
+#[inline(always)]
+pub const fn slice_class(size: u64) -> usize {
+    let l = ceil_log2(size);
+    if l <= MIN_SLICE_SHIFT {
+        0
+    } else {
+        (l - MIN_SLICE_SHIFT) as usize
+    }
+}
+
+/// Block class (smallest block that holds it) for `MAX_SLICE_BYTES < size <= SEGMENT_BYTES`.
+#[inline(always)]
+pub const fn block_class(size: u64) -> usize {
+    let l = ceil_log2(size);
+    let base = ceil_log2(block_bytes(0));
+    if l <= base {
+        0
+    } else {
+        (l - base) as usize
+    }
+}
+
+/// Block handed out to serve slices.
+pub const KIND_SLICES: u32 = 0;
+/// Block handed out whole.
+pub const KIND_WHOLE: u32 = 1;
+
+const COUNT_MASK: u64 = 0xffff_ffff;
+
+/// Epoch half of an `alloc` word.
+#[inline(always)]
+pub const fn epoch_of(w: u64) -> u32 {
+    (w >> 32) as u32
+}
+/// Count half of an `alloc` word.
+#[inline(always)]
+pub const fn count_of(w: u64) -> u32 {
+    w as u32
+}
+
+/// Metadata of one block slot.
+#[repr(C)]
+pub struct BlockMeta {
+    /// `epoch << 32 | slices handed out` (may overshoot 4096).
+    pub alloc: Atom64,
+    /// Slices given back since the block was installed.
+    pub freed: Atom32,
+    /// `KIND_SLICES` or `KIND_WHOLE`.
+    pub kind: Atom32,
+}
+
+/// What one bump of a block's count gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Take {
+    /// Slices `start .. start + got` are ours; `exhausted` when the block has none left.
+    Fresh {
+        start: u32,
+        got: u32,
+        exhausted: bool,
+    },
+    /// The block was re-installed since we read its epoch: the `got` slices the add took
+    /// belong to nobody and must be given back with `give_back`.
+    Stale { got: u32 },
+}
+
+impl BlockMeta {
+    #[cfg(loom)]
+    pub fn new_parked() -> Self {
+        Self {
+            alloc: Atom64::new(SLICES_PER_BLOCK as u64),
+            freed: Atom32::new(0),
+            kind: Atom32::new(KIND_SLICES),
+        }
+    }
+
+    /// Sets the count to "full" while keeping the epoch (the caller owns the block: it is
+    /// being formatted, or was just closed). Stale adds racing with this store only ever
+    /// saw a count >= 4096 or this one, so they took nothing.
+    pub fn park(&self) {
+        // Relaxed load: only the owner changes the epoch.
+        let w = self.alloc.load_relaxed();
+        // Release: the tree insert that follows publishes it anyway; release keeps it ordered
+        // before that insert on weak hardware.
+        self.alloc
+            .store_release((w & !COUNT_MASK) | SLICES_PER_BLOCK as u64);
+        // Relaxed: published by the same tree insert.
+        self.freed.store_relaxed(0);
+    }
+
+    /// Starts a new epoch with no slice handed out; returns the epoch. Owner only.
+    pub fn install(&self) -> u32 {
+        // Relaxed load: only the owner changes the epoch.
+        let e = epoch_of(self.alloc.load_relaxed()).wrapping_add(1);
+        // Relaxed: these are published by the release CAS that installs the block.
+        self.kind.store_relaxed(KIND_SLICES);
+        self.freed.store_relaxed(0);
+        // AcqRel swap (not a store) so that stale adds are totally ordered with it.
+        self.alloc.swap_acq_rel(((e as u64) << 32) | 0);
+        e
+    }
+
+    /// Takes up to `n` slices of epoch `epoch`.
+    #[inline(always)]
+    pub fn take(&self, epoch: u32, n: u32) -> Take {
+        // AcqRel: acquire the installer's reset; the release half is unused.
+        let old = self.alloc.fetch_add_acq_rel(n as u64);
+        let start = count_of(old);
+        let got = if start >= SLICES_PER_BLOCK {
+            0
+        } else {
+            n.min(SLICES_PER_BLOCK - start)
+        };
+        if epoch_of(old) != epoch {
+            return Take::Stale { got };
+        }
+        Take::Fresh {
+            start,
+            got,
+            exhausted: start + n >= SLICES_PER_BLOCK,
+        }
+    }
+
+    /// Whether epoch `epoch` of this block may still have slices left (a cheap pre-check
+    /// that keeps late warps from pushing the count of a full block ever higher).
+    #[inline(always)]
+    pub fn may_have_slices(&self, epoch: u32) -> bool {
+        // Relaxed: a hint; `take` decides.
+        let w = self.alloc.load_relaxed();
+        epoch_of(w) == epoch && count_of(w) < SLICES_PER_BLOCK
+    }
+
+    /// Gives back `k` slices; true when this made all 4096 free (the caller then owns the
+    /// block and must recycle it).
+    #[inline(always)]
+    pub fn give_back(&self, k: u32) -> bool {
+        // AcqRel: release our use of the slices; the last giver acquires everyone's.
+        let old = self.freed.fetch_add_acq_rel(k);
+        old + k == SLICES_PER_BLOCK
+    }
+
+    /// Stops epoch `epoch` from handing out more slices; returns how many it had not handed
+    /// out (the caller gives them back). Zero if the epoch is over or the block is full.
+    pub fn close(&self, epoch: u32) -> u32 {
+        // Relaxed: the CAS below decides.
+        let mut w = self.alloc.load_relaxed();
+        loop {
+            if epoch_of(w) != epoch || count_of(w) >= SLICES_PER_BLOCK {
+                return 0;
+            }
+            let full = (w & !COUNT_MASK) | SLICES_PER_BLOCK as u64;
+            // AcqRel: ordered with the takers' adds on the same word.
+            match self.alloc.cas_acq_rel(w, full) {
+                Ok(_) => return SLICES_PER_BLOCK - count_of(w),
+                Err(now) => w = now,
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl crate::heap::DeviceHeap {
+    /// Metadata of block `local` of segment `seg`.
+    #[inline(always)]
+    pub(crate) fn block_meta(&self, seg: u32, local: u32) -> &BlockMeta {
+        let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
+        // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
+        // the metadata buffer, which lives as long as the heap; i is below that bound.
+        unsafe {
+            &*((self.meta + self.layout.blocks_off + i * core::mem::size_of::<BlockMeta>() as u64)
+                as usize as *const BlockMeta)
+        }
+    }
+
+    /// Block tree of class `c`.
+    #[inline(always)]
+    pub(crate) fn block_tree(&self, c: usize) -> crate::veb::Veb<'_> {
+        let l = self.layout.block_tree[c];
+        // SAFETY: the layout reserved `total_words` words at this offset.
+        let w = unsafe {
+            crate::atomic::words(
+                self.meta + self.layout.block_tree_off[c],
+                l.total_words as usize,
+            )
+        };
+        crate::veb::Veb::new(w, l)
+    }
+
+    /// Address of block `gid` (global index within class `c`).
+    #[inline(always)]
+    pub(crate) fn block_addr(&self, c: usize, gid: u64) -> u64 {
+        self.mem + gid * block_bytes(c)
+    }
+
+    /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
+    /// The block is parked (count full); the caller installs it or marks it whole.
+    pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
+        let shift = blocks_per_segment_shift(c);
+        if let Some(gid) = self.block_tree(c).claim_from(0) {
+            let seg = (gid >> shift) as u32;
+            // AcqRel: counts the block out before anyone can see the segment as all-free;
+            // pairs with the reclaimer's CAS in `try_reclaim`.
+            self.seg_out(seg).fetch_add_acq_rel(1);
+            return Some(gid);
+        }
+        let seg = self.seg_tree().claim_from(0)?;
+        self.format_segment(seg as u32, c);
+        Some(seg << shift)
+    }
+
+    /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back
+    /// returns the segment to the segment tree.
+    pub(crate) fn release_block(&self, c: usize, gid: u64) {
+        let seg = (gid >> blocks_per_segment_shift(c)) as u32;
+        self.block_tree(c).insert(gid);
+        // AcqRel: after the insert, so a reclaimer that sees zero also sees our bit.
+        let old = self.seg_out(seg).fetch_sub_acq_rel(1);
+        if old & crate::segment::OUT_COUNT_MASK == 1 {
+            self.try_reclaim(seg, c);
+        }
+    }
+}

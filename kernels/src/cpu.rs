@@ -1,0 +1,119 @@
+//! The host twin of a device heap: the same allocator over host memory, for CPU tests and
+//! for running the allocator on CPU threads where no GPU exists.
+
+extern crate std;
+use std::alloc::{alloc, dealloc, Layout};
+use std::vec::Vec;
+
+use crate::block::{slice_bytes, slice_class, MAX_SLICE_BYTES};
+use crate::heap::{DeviceHeap, HeapLayout};
+
+/// Alignment of the host segment memory (the device gets 2 MiB-aligned allocations; any
+/// alignment >= a slice works, since addresses are taken relative to segment 0).
+const HOST_MEM_ALIGN: usize = 4096;
+
+/// A heap over host memory. Segment memory is reserved but only touched where used.
+pub struct CpuHeap {
+    mem: *mut u8,
+    mem_layout: Layout,
+    _meta: Vec<u64>,
+    heap: DeviceHeap,
+}
+
+// SAFETY: the heap's shared state is only touched through atomics; the raw memory is owned.
+unsafe impl Send for CpuHeap {}
+// SAFETY: as above.
+unsafe impl Sync for CpuHeap {}
+
+impl CpuHeap {
+    /// A heap of `num_segments` 16 MiB segments with `shards` current slots per class.
+    pub fn new(num_segments: u32, shards: u32) -> Self {
+        let layout = HeapLayout::new(num_segments, shards);
+        let bytes = (num_segments as usize) << crate::SEGMENT_SHIFT;
+        let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
+        // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).
+        let mem = unsafe { alloc(mem_layout) };
+        assert!(
+            !mem.is_null(),
+            "host heap allocation of {bytes} bytes failed"
+        );
+        let meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];
+        let heap = DeviceHeap {
+            mem: mem as u64,
+            meta: meta.as_ptr() as u64,
+            layout,
+        };
+        for i in 0..layout.init_words() {
+            heap.init_word(i);
+        }
+        Self {
+            mem,
+            mem_layout,
+            _meta: meta,
+            heap,
+        }
+    }
+
+    /// The handle (valid while `self` lives).
+    pub fn heap(&self) -> &DeviceHeap {
+        &self.heap
+    }
+
+    /// Allocates for a simulated warp, the way `malloc` does on the device: lanes that want
+    /// the same slice class form a group; its leader takes slices for all with one
+    /// `take_slices` call, lanes it could not serve try again. Larger sizes go per lane.
+    pub fn warp_malloc(&self, sizes: &[u64]) -> Vec<*mut u8> {
+        assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
+        let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
+        let mut pending: Vec<usize> = (0..sizes.len()).collect();
+        for _ in 0..crate::heap::WARP_ROUNDS {
+            if pending.is_empty() {
+                break;
+            }
+            let mut next = Vec::new();
+            let mut done = std::vec![false; sizes.len()];
+            for &lane in &pending {
+                if done[lane] {
+                    continue;
+                }
+                let size = sizes[lane];
+                if size == 0 || size > MAX_SLICE_BYTES {
+                    out[lane] = self.heap.malloc(size);
+                    done[lane] = true;
+                    continue;
+                }
+                let c = slice_class(size);
+                let group: Vec<usize> = pending
+                    .iter()
+                    .copied()
+                    .filter(|&l| {
+                        !done[l]
+                            && sizes[l] != 0
+                            && sizes[l] <= MAX_SLICE_BYTES
+                            && slice_class(sizes[l]) == c
+                    })
+                    .collect();
+                let taken = self.heap.take_slices(c, group.len() as u32);
+                for (rank, &l) in group.iter().enumerate() {
+                    done[l] = true;
+                    match taken {
+                        Some((base, got)) if (rank as u32) < got => {
+                            out[l] = (base + rank as u64 * slice_bytes(c)) as *mut u8
+                        }
+                        Some(_) => next.push(l),
+                        None => {}
+                    }
+                }
+            }
+            pending = next;
+        }
+        out
+    }
+}
+
+impl Drop for CpuHeap {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.mem, self.mem_layout) };
+    }
+}

@@ -1,0 +1,246 @@
+//! Kernels in the PTX module: heap init and trim, and the kernels that tests and benchmarks
+//! launch. User kernels call `DeviceHeap::malloc`/`free` directly.
+
+use crate::arch;
+use crate::block::NUM_CLASSES;
+use crate::heap::DeviceHeap;
+
+/// One thread per word of the segment tree (the rest of the zeroed metadata is ready as is).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
+    let i = arch::global_thread_x();
+    if i < heap.layout.init_words() as u64 {
+        heap.init_word(i as u32);
+    }
+}
+
+/// One thread per current slot: retires the current blocks.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_trim(heap: DeviceHeap) {
+    let i = arch::global_thread_x();
+    let shards = heap.layout.shards as u64;
+    if i < NUM_CLASSES as u64 * shards {
+        heap.trim_slot((i / shards) as usize, (i % shards) as u32);
+    }
+}
+
+/// Size of thread `i`'s allocation: `sizes[i]` when given, else `size`.
+#[inline(always)]
+unsafe fn size_of_thread(size: u64, sizes: *const u32, i: u64) -> u64 {
+    if sizes.is_null() {
+        size
+    } else {
+        // SAFETY: the host passes n sizes and i < n.
+        unsafe { *sizes.add(i as usize) as u64 }
+    }
+}
+
+/// `ptrs[i] = malloc(size or sizes[i])` for i < n.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes arrays of n elements.
+        unsafe { *ptrs.add(i as usize) = heap.malloc(size_of_thread(size, sizes, i)) as u64 };
+    }
+}
+
+/// `free(ptrs[i])` for i < n.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n: u64) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes an array of n pointers.
+        heap.free(unsafe { *ptrs.add(i as usize) } as *mut u8);
+    }
+}
+
+/// Pattern word for thread `i` in round `tag`.
+#[inline(always)]
+fn pattern(i: u64, tag: u64) -> u32 {
+    (i as u32) ^ ((tag as u32).wrapping_mul(0x9e37_79b9))
+}
+
+/// Writes `pattern(i, tag)` into every 4-byte word of thread i's allocation (skips nulls).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_write(
+    ptrs: *const u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+    tag: u64,
+) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes arrays of n elements; each non-null pointer holds `size`.
+        unsafe {
+            let p = *ptrs.add(i as usize) as *mut u32;
+            if !p.is_null() {
+                let words = size_of_thread(size, sizes, i) / 4;
+                for w in 0..words {
+                    p.add(w as usize).write(pattern(i, tag));
+                }
+            }
+        }
+    }
+}
+
+/// Checks what `vb_write` wrote. `errors[0]` counts bad words, `errors[1]` null pointers,
+/// `errors[2]` pointers not 16-byte aligned.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_verify(
+    ptrs: *const u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+    tag: u64,
+    errors: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: as in vb_write; errors holds 3 counters.
+        unsafe {
+            let p = *ptrs.add(i as usize) as *const u32;
+            let e = &*(errors as *const crate::atomic::Atom64);
+            let size = size_of_thread(size, sizes, i);
+            if p.is_null() {
+                if size != 0 {
+                    // Relaxed: a count read after the kernel ends.
+                    (&*(errors.add(1) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+                }
+                return;
+            }
+            if (p as u64) % 16 != 0 {
+                // Relaxed: as above.
+                (&*(errors.add(2) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+            }
+            let mut bad = 0;
+            for w in 0..size / 4 {
+                if p.add(w as usize).read() != pattern(i, tag) {
+                    bad += 1;
+                }
+            }
+            if bad != 0 {
+                // Relaxed: as above.
+                e.fetch_add_relaxed(bad);
+            }
+        }
+    }
+}
+
+/// A 64-bit mix (splitmix64's finaliser) for per-thread random sizes.
+#[inline(always)]
+pub fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// One churn round: each thread checks and frees what it held, then (with probability 3/4)
+/// allocates a random size in [1, max_size], fills it and keeps it. `last != 0`: free only.
+/// `errors` as in vb_verify.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_churn(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    sizes: *mut u32,
+    n: u64,
+    seed: u64,
+    round: u64,
+    max_size: u64,
+    last: u32,
+    errors: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    // SAFETY: the host passes arrays of n elements and 3 error counters.
+    unsafe {
+        let slot = ptrs.add(i as usize);
+        let p = *slot as *mut u32;
+        if !p.is_null() {
+            let words = *sizes.add(i as usize) as u64 / 4;
+            let mut bad = 0;
+            for w in 0..words {
+                if p.add(w as usize).read() != pattern(i, round) {
+                    bad += 1;
+                }
+            }
+            if bad != 0 {
+                // Relaxed: a count read after the kernel ends.
+                (&*(errors as *const crate::atomic::Atom64)).fetch_add_relaxed(bad);
+            }
+            heap.free(p as *mut u8);
+            *slot = 0;
+        }
+        let r = mix(seed ^ mix(i ^ (round << 40)));
+        if last == 0 && r % 4 != 0 {
+            let size = 1 + (r >> 8) % max_size;
+            let q = heap.malloc(size) as *mut u32;
+            if q.is_null() {
+                // Relaxed: as above.
+                (&*(errors.add(1) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+            } else {
+                for w in 0..size / 4 {
+                    q.add(w as usize).write(pattern(i, round + 1));
+                }
+                *slot = q as u64;
+                *sizes.add(i as usize) = size as u32;
+            }
+        }
+    }
+}
+
+/// calloc/realloc check: calloc(k, 8) must be zero; fill; realloc to 3x must keep it.
+/// `errors[0]` counts failures, `errors[1]` nulls.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, errors: *mut u64) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    let k = 1 + mix(i) % 300;
+    // SAFETY: errors holds 2 counters; every pointer below is checked for null and holds at
+    // least the bytes touched.
+    unsafe {
+        let e0 = &*(errors as *const crate::atomic::Atom64);
+        let e1 = &*(errors.add(1) as *const crate::atomic::Atom64);
+        let p = heap.calloc(k, 8) as *mut u64;
+        if p.is_null() {
+            // Relaxed: a count read after the kernel ends.
+            e1.fetch_add_relaxed(1);
+            return;
+        }
+        let mut bad = 0;
+        for w in 0..k {
+            if p.add(w as usize).read() != 0 {
+                bad += 1;
+            }
+            p.add(w as usize).write(i ^ w);
+        }
+        let q = heap.realloc(p as *mut u8, 3 * k * 8) as *mut u64;
+        if q.is_null() {
+            // Relaxed: as above.
+            e1.fetch_add_relaxed(1);
+            heap.free(p as *mut u8);
+            return;
+        }
+        for w in 0..k {
+            if q.add(w as usize).read() != i ^ w {
+                bad += 1;
+            }
+        }
+        heap.free(q as *mut u8);
+        if bad != 0 {
+            // Relaxed: as above.
+            e0.fetch_add_relaxed(bad);
+        }
+    }
+}

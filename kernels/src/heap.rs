@@ -1,0 +1,383 @@
+//! The heap: layout of the metadata, the `Copy` handle kernels receive, and the public
+//! `malloc` / `free` / `calloc` / `realloc` that dispatch to slices, whole blocks or runs of
+//! segments.
+
+use crate::arch;
+use crate::atomic::Atom64;
+use crate::block::{
+    block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes,
+    slice_class, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+};
+use crate::segment::{seg_kind, SegKind};
+use crate::veb::{full_word, word_position, VebLayout};
+use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
+
+/// Current-block slots per class: one per multiprocessor on the GPUs we target (an H100 has
+/// 132), so warps on different SMs bump different counters.
+pub const DEFAULT_SHARDS: u32 = 144;
+/// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
+/// the slack covers lanes joining a group late.
+pub const WARP_ROUNDS: u32 = 64;
+
+/// Host-visible event counters (indices into the counter array).
+pub mod counter {
+    /// `free` of a pointer the heap never handed out (out of range, misaligned, free segment).
+    pub const INVALID_FREE: usize = 0;
+    /// Requests that got null because no memory was left.
+    pub const OUT_OF_MEMORY: usize = 1;
+    /// Number of counters.
+    pub const COUNT: usize = 2;
+}
+
+const fn align8(x: u64) -> u64 {
+    x.div_ceil(8) * 8
+}
+
+/// Where every part of the metadata lives, as byte offsets from its base.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeapLayout {
+    pub num_segments: u32,
+    pub shards: u32,
+    pub seg_tree: VebLayout,
+    pub block_tree: [VebLayout; NUM_CLASSES],
+    pub seg_tree_off: u64,
+    pub block_tree_off: [u64; NUM_CLASSES],
+    pub table_off: u64,
+    pub seg_out_off: u64,
+    pub run_len_off: u64,
+    pub blocks_off: u64,
+    pub current_off: u64,
+    pub counters_off: u64,
+    /// Total metadata bytes.
+    pub meta_bytes: u64,
+}
+
+impl HeapLayout {
+    /// Layout for `num_segments` segments and `shards` current slots per class.
+    pub const fn new(num_segments: u32, shards: u32) -> Self {
+        let n = num_segments as u64;
+        let mut off = 0u64;
+        let seg_tree = VebLayout::new(n);
+        let seg_tree_off = off;
+        off += seg_tree.total_words as u64 * 8;
+        let mut block_tree = [VebLayout::new(0); NUM_CLASSES];
+        let mut block_tree_off = [0u64; NUM_CLASSES];
+        let mut c = 0;
+        while c < NUM_CLASSES {
+            block_tree[c] = VebLayout::new(n * blocks_per_segment(c) as u64);
+            block_tree_off[c] = off;
+            off += block_tree[c].total_words as u64 * 8;
+            c += 1;
+        }
+        let table_off = off;
+        off += align8(n * 4);
+        let seg_out_off = off;
+        off += align8(n * 4);
+        let run_len_off = off;
+        off += align8(n * 4);
+        let blocks_off = off;
+        off += n
+            * MAX_BLOCKS_PER_SEGMENT as u64
+            * core::mem::size_of::<crate::block::BlockMeta>() as u64;
+        let current_off = off;
+        off += NUM_CLASSES as u64 * shards as u64 * 8;
+        let counters_off = off;
+        off += counter::COUNT as u64 * 8;
+        Self {
+            num_segments,
+            shards,
+            seg_tree,
+            block_tree,
+            seg_tree_off,
+            block_tree_off,
+            table_off,
+            seg_out_off,
+            run_len_off,
+            blocks_off,
+            current_off,
+            counters_off,
+            meta_bytes: off,
+        }
+    }
+
+    /// Segments in a heap of `bytes` (rounded down; at least one).
+    pub const fn segments_for_bytes(bytes: u64) -> u32 {
+        let s = bytes >> SEGMENT_SHIFT;
+        if s == 0 {
+            1
+        } else {
+            s as u32
+        }
+    }
+
+    /// Words the init step writes (the segment tree; everything else starts as zeros).
+    pub const fn init_words(&self) -> u32 {
+        self.seg_tree.total_words
+    }
+}
+
+/// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument.
+///
+/// # Example (device side)
+/// ```ignore
+/// #[no_mangle]
+/// pub unsafe extern "ptx-kernel" fn my_kernel(heap: DeviceHeap, out: *mut *mut u8) {
+///     let p = heap.malloc(64);          // null when the heap is full
+///     if !p.is_null() { p.write(7); heap.free(p); }
+/// }
+/// ```
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceHeap {
+    /// Address of segment 0.
+    pub mem: u64,
+    /// Address of the metadata (`layout.meta_bytes` bytes, 8-aligned).
+    pub meta: u64,
+    pub layout: HeapLayout,
+}
+
+impl DeviceHeap {
+    /// Bytes of segment memory managed.
+    pub fn capacity(&self) -> u64 {
+        (self.layout.num_segments as u64) << SEGMENT_SHIFT
+    }
+
+    /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
+    /// kernel runs one thread per word; the host twin loops.
+    pub fn init_word(&self, i: u32) {
+        let l = &self.layout.seg_tree;
+        let (level, w) = word_position(l, i);
+        // SAFETY: i < total_words of the segment tree.
+        let words = unsafe {
+            crate::atomic::words(self.meta + self.layout.seg_tree_off, l.total_words as usize)
+        };
+        // Relaxed: the kernel boundary (or the host thread join) publishes it.
+        words[i as usize].store_relaxed(full_word(l, level, w));
+    }
+
+    /// Counter `i` (see [`counter`]).
+    pub fn counter(&self, i: usize) -> &Atom64 {
+        // SAFETY: the layout reserved counter::COUNT words at counters_off.
+        unsafe { &crate::atomic::words(self.meta + self.layout.counters_off, counter::COUNT)[i] }
+    }
+
+    #[inline(always)]
+    fn bump(&self, i: usize) {
+        // Relaxed: a statistic, read by the host after the kernel ends.
+        self.counter(i).fetch_add_relaxed(1);
+    }
+
+    /// Allocates `size` bytes (16-byte aligned). Null for `size == 0` or when the heap is
+    /// full; never blocks for long (every retry loop is bounded).
+    #[inline]
+    pub fn malloc(&self, size: u64) -> *mut u8 {
+        if size == 0 {
+            core::ptr::null_mut()
+        } else if size <= MAX_SLICE_BYTES {
+            self.malloc_slice(slice_class(size))
+        } else if size <= SEGMENT_BYTES {
+            self.malloc_block(block_class(size))
+        } else {
+            self.malloc_large(size)
+        }
+    }
+
+    /// Warp-coalesced slice allocation: the lanes that want class `c` elect a leader, which
+    /// takes slices for all of them with one atomic; each lane gets `base + rank * size`.
+    #[inline]
+    fn malloc_slice(&self, c: usize) -> *mut u8 {
+        for _ in 0..WARP_ROUNDS {
+            let active = arch::activemask();
+            let peers = arch::match_any_sync(active, c as u32);
+            let leader = peers.trailing_zeros();
+            let rank = (peers & arch::lanemask_lt()).count_ones();
+            let (mut base, mut got) = (0u64, 0u32);
+            if arch::lane_id() == leader {
+                match self.take_slices(c, peers.count_ones()) {
+                    Some((b, g)) => (base, got) = (b, g),
+                    None => self.bump(counter::OUT_OF_MEMORY),
+                }
+            }
+            let base = arch::shfl_sync_u64(peers, base, leader);
+            let got = arch::shfl_sync_u32(peers, got, leader);
+            if got == 0 {
+                return core::ptr::null_mut();
+            }
+            if rank < got {
+                return (base + rank as u64 * slice_bytes(c)) as usize as *mut u8;
+            }
+        }
+        core::ptr::null_mut()
+    }
+
+    /// A whole block of class `c`.
+    fn malloc_block(&self, c: usize) -> *mut u8 {
+        let Some(gid) = self.claim_block(c) else {
+            self.bump(counter::OUT_OF_MEMORY);
+            return core::ptr::null_mut();
+        };
+        let shift = blocks_per_segment_shift(c);
+        let meta = self.block_meta((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+        // Release: `free` of this pointer (after the user's own synchronisation) reads it.
+        meta.kind.store_release(KIND_WHOLE);
+        self.block_addr(c, gid) as usize as *mut u8
+    }
+
+    /// A run of whole segments.
+    fn malloc_large(&self, size: u64) -> *mut u8 {
+        let k = Self::segments_for(size);
+        match self.claim_large(k) {
+            Some(s) => self.segment_addr(s) as usize as *mut u8,
+            None => {
+                self.bump(counter::OUT_OF_MEMORY);
+                core::ptr::null_mut()
+            }
+        }
+    }
+
+    /// Where `p` lives: its segment and the segment's table entry, or `None` when `p` is not
+    /// in the heap.
+    #[inline(always)]
+    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind)> {
+        if p < self.mem || p >= self.mem + self.capacity() {
+            return None;
+        }
+        let off = p - self.mem;
+        let seg = (off >> SEGMENT_SHIFT) as u32;
+        // Acquire: pairs with the release that set the entry before `p` was handed out.
+        let entry = self.seg_table(seg).load_acquire();
+        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
+    }
+
+    /// Frees `ptr` (null is ignored). Pointers the heap never handed out are counted in
+    /// `counter::INVALID_FREE` and otherwise ignored.
+    #[inline]
+    pub fn free(&self, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        match self.locate(ptr as usize as u64) {
+            Some((seg, in_seg, SegKind::Class(c))) => {
+                let local = (in_seg / block_bytes(c)) as u32;
+                let meta = self.block_meta(seg, local);
+                // Acquire: pairs with the release in malloc_block.
+                if meta.kind.load_acquire() == KIND_WHOLE {
+                    if in_seg % block_bytes(c) != 0 {
+                        return self.bump(counter::INVALID_FREE);
+                    }
+                    // Relaxed: the release insert in release_block publishes it.
+                    meta.kind.store_relaxed(KIND_SLICES);
+                    self.release_block(
+                        c,
+                        ((seg as u64) << blocks_per_segment_shift(c)) | local as u64,
+                    );
+                } else {
+                    if in_seg % slice_bytes(c) != 0 {
+                        return self.bump(counter::INVALID_FREE);
+                    }
+                    self.free_slices_coalesced(seg, local);
+                }
+            }
+            Some((seg, 0, SegKind::LargeHead)) => self.free_large(seg),
+            _ => self.bump(counter::INVALID_FREE),
+        }
+    }
+
+    /// The lanes freeing slices of the same block give them back with one atomic.
+    #[inline(always)]
+    fn free_slices_coalesced(&self, seg: u32, local: u32) {
+        let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
+        let peers = arch::match_any_sync(arch::activemask(), key);
+        if arch::lane_id() == peers.trailing_zeros() {
+            self.release_slices(seg, local, peers.count_ones());
+        }
+    }
+
+    /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out.
+    pub fn usable_size(&self, ptr: *const u8) -> u64 {
+        match self.locate(ptr as usize as u64) {
+            Some((seg, in_seg, SegKind::Class(c))) => {
+                // Acquire: as in free.
+                if self
+                    .block_meta(seg, (in_seg / block_bytes(c)) as u32)
+                    .kind
+                    .load_acquire()
+                    == KIND_WHOLE
+                {
+                    block_bytes(c)
+                } else {
+                    slice_bytes(c)
+                }
+            }
+            // Acquire: pairs with the release in claim_large.
+            Some((seg, 0, SegKind::LargeHead)) => {
+                self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES
+            }
+            _ => 0,
+        }
+    }
+
+    /// `n * size` zeroed bytes; null on overflow or when full.
+    pub fn calloc(&self, n: u64, size: u64) -> *mut u8 {
+        let Some(total) = n.checked_mul(size) else {
+            return core::ptr::null_mut();
+        };
+        let p = self.malloc(total);
+        if !p.is_null() {
+            // SAFETY: p holds at least round_up(total, 8) bytes (every usable size is a
+            // multiple of 16) and is 16-aligned.
+            unsafe { fill_words(p as *mut u64, total.div_ceil(8), 0) };
+        }
+        p
+    }
+
+    /// Resizes `ptr` to `size` bytes, keeping the contents up to the smaller size. Null `ptr`
+    /// means malloc; `size == 0` frees and returns null. On failure returns null and leaves
+    /// `ptr` untouched. Keeps `ptr` when it is already large enough.
+    pub fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
+        if ptr.is_null() {
+            return self.malloc(size);
+        }
+        if size == 0 {
+            self.free(ptr);
+            return core::ptr::null_mut();
+        }
+        let have = self.usable_size(ptr);
+        if have == 0 {
+            self.bump(counter::INVALID_FREE);
+            return core::ptr::null_mut();
+        }
+        if size <= have {
+            return ptr;
+        }
+        let q = self.malloc(size);
+        if !q.is_null() {
+            // SAFETY: both are 16-aligned, hold at least `have` bytes (a multiple of 16), and
+            // do not overlap (q was free while ptr was live).
+            unsafe { copy_words(ptr as *const u64, q as *mut u64, have / 8) };
+            self.free(ptr);
+        }
+        q
+    }
+}
+
+/// # Safety
+/// `p` must be valid for `n` aligned u64 writes.
+unsafe fn fill_words(p: *mut u64, n: u64, v: u64) {
+    for i in 0..n {
+        // SAFETY: the caller vouches for p..p+n.
+        unsafe { p.add(i as usize).write(v) };
+    }
+}
+
+/// # Safety
+/// `src` and `dst` must be valid for `n` aligned u64 reads/writes and not overlap.
+unsafe fn copy_words(src: *const u64, dst: *mut u64, n: u64) {
+    for i in 0..n {
+        // SAFETY: the caller vouches for both ranges.
+        unsafe { dst.add(i as usize).write(src.add(i as usize).read()) };
+    }
+}
+
+const _: () = assert!(blocks_per_segment(NUM_CLASSES - 1) == 1);

@@ -1,0 +1,52 @@
+//! veballoc's device side: a Gallatin-style GPU heap in one `no_std` source that compiles to
+//! PTX (`nvptx64-nvidia-cuda`) and to the host, where the same code runs on CPU threads for
+//! tests, loom models, and host-side statistics over a copy of the device metadata.
+//!
+//! Layers, one file each: `veb` (the trees), `segment` (16 MiB segments and their table),
+//! `block` (blocks of 4096 slices, per-class trees), `slice` (warp-coalesced slice hand-out),
+//! `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
+//! `atomic` is the one atomics shim.
+#![no_std]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+)]
+
+pub mod arch;
+pub mod atomic;
+pub mod block;
+pub mod veb;
+
+#[cfg(not(loom))]
+pub mod heap;
+#[cfg(not(loom))]
+pub mod segment;
+#[cfg(not(loom))]
+pub mod slice;
+#[cfg(not(loom))]
+pub mod validate;
+
+#[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
+pub mod cpu;
+
+#[cfg(target_arch = "nvptx64")]
+pub mod entry;
+
+/// log2 of the segment size.
+pub const SEGMENT_SHIFT: u32 = 24;
+/// Bytes in a segment: the unit of the segment tree and of multi-segment runs.
+pub const SEGMENT_BYTES: u64 = 1 << SEGMENT_SHIFT;
+/// Slices in every block, whatever its class.
+pub const SLICES_PER_BLOCK: u32 = 4096;
+
+#[cfg(not(loom))]
+pub use heap::{DeviceHeap, HeapLayout};
+#[cfg(not(loom))]
+pub use validate::{HeapError, Stats};
+
+/// A panic on the device ends the kernel with a trap, which the host sees as a launch error.
+#[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
+#[panic_handler]
+fn panic(_: &core::panic::PanicInfo) -> ! {
+    arch::trap()
+}

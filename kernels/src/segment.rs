@@ -1,0 +1,192 @@
+//! Segments: the heap is an array of 16 MiB segments. The segment tree holds the free ones;
+//! a per-segment table says what each used segment holds (a slice/block class, or part of a
+//! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
+
+use crate::atomic::Atom32;
+use crate::block::{blocks_per_segment, MAX_BLOCKS_PER_SEGMENT};
+use crate::heap::DeviceHeap;
+use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
+
+bitflags::bitflags! {
+    /// Flags of a segment-table entry; the low 8 bits hold the class. Zero means free.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct SegFlags: u32 {
+        /// Formatted into blocks of the class in the low bits.
+        const FORMATTED = 1 << 8;
+        /// First segment of a multi-segment run (its length is in the run table).
+        const LARGE = 1 << 9;
+        /// A later segment of a multi-segment run.
+        const LARGE_TAIL = 1 << 10;
+    }
+}
+
+/// Mask of the class bits of a table entry.
+pub const CLASS_MASK: u32 = 0xff;
+/// Bits of the "blocks out" word that count blocks taken from the class tree.
+pub const OUT_COUNT_MASK: u32 = 0x7fff_ffff;
+/// Set in the "blocks out" word while one thread tries to take the segment back.
+pub const RECLAIMING: u32 = 1 << 31;
+/// Attempts to take an all-free segment back before leaving it formatted (still usable by
+/// its class; `trim`'s next pass or a later release tries again).
+pub const RECLAIM_RETRIES: u32 = 8;
+
+/// A decoded segment-table entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SegKind {
+    Free,
+    Class(usize),
+    LargeHead,
+    LargeTail,
+    Corrupt(u32),
+}
+
+/// Decodes a segment-table entry.
+pub fn seg_kind(entry: u32) -> SegKind {
+    let f = SegFlags::from_bits_retain(entry & !CLASS_MASK);
+    if entry == 0 {
+        SegKind::Free
+    } else if f == SegFlags::FORMATTED
+        && ((entry & CLASS_MASK) as usize) < crate::block::NUM_CLASSES
+    {
+        SegKind::Class((entry & CLASS_MASK) as usize)
+    } else if f == SegFlags::LARGE {
+        SegKind::LargeHead
+    } else if f == SegFlags::LARGE_TAIL {
+        SegKind::LargeTail
+    } else {
+        SegKind::Corrupt(entry)
+    }
+}
+
+impl DeviceHeap {
+    #[inline(always)]
+    pub(crate) fn seg_tree(&self) -> crate::veb::Veb<'_> {
+        let l = self.layout.seg_tree;
+        // SAFETY: the layout reserved `total_words` words at this offset.
+        let w = unsafe {
+            crate::atomic::words(self.meta + self.layout.seg_tree_off, l.total_words as usize)
+        };
+        crate::veb::Veb::new(w, l)
+    }
+
+    #[inline(always)]
+    fn seg_array(&self, off: u64, seg: u32) -> &Atom32 {
+        // SAFETY: each per-segment array holds `num_segments` words at `off`; callers pass
+        // seg < num_segments (derived from an in-range address or a tree index).
+        unsafe {
+            &crate::atomic::words32(self.meta + off, self.layout.num_segments as usize)
+                [seg as usize]
+        }
+    }
+
+    /// Table entry of segment `seg`.
+    #[inline(always)]
+    pub(crate) fn seg_table(&self, seg: u32) -> &Atom32 {
+        self.seg_array(self.layout.table_off, seg)
+    }
+
+    /// Blocks of `seg` out of their tree, plus the `RECLAIMING` flag.
+    #[inline(always)]
+    pub(crate) fn seg_out(&self, seg: u32) -> &Atom32 {
+        self.seg_array(self.layout.seg_out_off, seg)
+    }
+
+    /// Length of the multi-segment run that starts at `seg`.
+    #[inline(always)]
+    pub(crate) fn seg_run(&self, seg: u32) -> &Atom32 {
+        self.seg_array(self.layout.run_len_off, seg)
+    }
+
+    /// Address of segment `seg`.
+    #[inline(always)]
+    pub fn segment_addr(&self, seg: u32) -> u64 {
+        self.mem + ((seg as u64) << SEGMENT_SHIFT)
+    }
+
+    /// Formats the just-claimed segment `seg` for class `c`. Its block 0 stays with the
+    /// caller; the others go into the class tree.
+    pub(crate) fn format_segment(&self, seg: u32, c: usize) {
+        let bps = blocks_per_segment(c);
+        for local in 0..bps {
+            self.block_meta(seg, local).park();
+        }
+        // Release: orders the metadata writes above before the entry; `free` reads the entry
+        // only for pointers handed out after the tree inserts below, which also publish it.
+        self.seg_table(seg)
+            .store_release(SegFlags::FORMATTED.bits() | c as u32);
+        // Release: block 0 is out; ordered before the inserts so claimers count from 1.
+        self.seg_out(seg).store_release(1);
+        if bps > 1 {
+            let base = (seg as u64) << blocks_per_segment_shift_of(c);
+            self.block_tree(c).insert_range(base + 1, bps as u64 - 1);
+        }
+    }
+
+    /// Takes segment `seg` of class `c` back from its class once all its blocks are free.
+    /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
+    pub(crate) fn try_reclaim(&self, seg: u32, c: usize) {
+        let out = self.seg_out(seg);
+        let bps = blocks_per_segment(c) as u64;
+        let base = (seg as u64) << blocks_per_segment_shift_of(c);
+        for _ in 0..RECLAIM_RETRIES {
+            // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
+            if out.cas_acq_rel(0, RECLAIMING).is_err() {
+                return;
+            }
+            if self.block_tree(c).remove_range_exact(base, bps) {
+                // We own every block of the segment now.
+                // Release: the entry is cleared before the segment becomes claimable.
+                self.seg_table(seg).store_release(0);
+                // Release: as above.
+                out.store_release(0);
+                self.seg_tree().insert(seg as u64);
+                return;
+            }
+            // A block was claimed meanwhile. AcqRel: if its owner has already released it
+            // again (count back to zero) its release saw our flag and left the work to us.
+            let old = out.fetch_and_acq_rel(!RECLAIMING);
+            if old & OUT_COUNT_MASK != 0 {
+                return;
+            }
+        }
+    }
+
+    /// Claims `k` contiguous segments for a request larger than a segment; returns the first.
+    pub(crate) fn claim_large(&self, k: u64) -> Option<u32> {
+        let s = self.seg_tree().claim_run(k)? as u32;
+        // Relaxed: published (with the head entry) by the release store below.
+        self.seg_run(s).store_relaxed(k as u32);
+        for t in 1..k as u32 {
+            // Relaxed: as above.
+            self.seg_table(s + t)
+                .store_relaxed(SegFlags::LARGE_TAIL.bits());
+        }
+        // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
+        self.seg_table(s).store_release(SegFlags::LARGE.bits());
+        Some(s)
+    }
+
+    /// Frees the run that starts at segment `s`.
+    pub(crate) fn free_large(&self, s: u32) {
+        // Acquire: pairs with the release in `claim_large`.
+        let k = self.seg_run(s).load_acquire();
+        for t in 0..k {
+            // Relaxed: the release inserts below publish the cleared entries.
+            self.seg_table(s + t).store_relaxed(0);
+        }
+        self.seg_tree().insert_range(s as u64, k as u64);
+    }
+
+    /// Segments needed for `size` bytes.
+    pub(crate) fn segments_for(size: u64) -> u64 {
+        size.div_ceil(SEGMENT_BYTES)
+    }
+}
+
+/// log2 of `blocks_per_segment(c)`.
+#[inline(always)]
+fn blocks_per_segment_shift_of(c: usize) -> u32 {
+    crate::block::blocks_per_segment_shift(c)
+}
+
+const _: () = assert!(MAX_BLOCKS_PER_SEGMENT == 256);

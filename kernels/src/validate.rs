@@ -1,0 +1,217 @@
+//! Heap validator and statistics: walks the trees and tables of a quiescent heap (no kernel
+//! running; on the host, over a copy of the device metadata) and checks them against each
+//! other, as mimalloc's segment validator does.
+
+use crate::block::{
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes,
+    KIND_WHOLE, NUM_CLASSES,
+};
+use crate::heap::{counter, DeviceHeap};
+use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
+use crate::slice::decode_slot;
+use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
+
+/// What the heap holds, from one walk of its metadata.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Bytes the user holds: live slices, whole blocks and segment runs, at their usable size.
+    pub bytes_in_use: u64,
+    /// Segments in the segment tree.
+    pub free_segments: u64,
+    /// Segments formatted for each class.
+    pub segments_per_class: [u64; NUM_CLASSES],
+    /// Segments in multi-segment runs.
+    pub large_segments: u64,
+    /// Blocks out of their tree serving slices, per class (includes current blocks).
+    pub slice_blocks: [u64; NUM_CLASSES],
+    /// Blocks handed out whole, per class.
+    pub whole_blocks: [u64; NUM_CLASSES],
+    /// Live slices per class.
+    pub live_slices: [u64; NUM_CLASSES],
+    /// Stale summary bits in the trees (harmless; searches skip them).
+    pub stale_summary_bits: u64,
+    /// `free` calls on pointers the heap never handed out.
+    pub invalid_frees: u64,
+    /// Requests answered with null for lack of memory.
+    pub out_of_memory: u64,
+}
+
+impl Stats {
+    /// Blocks out of their trees, all classes.
+    pub fn blocks_in_use(&self) -> u64 {
+        self.slice_blocks
+            .iter()
+            .chain(self.whole_blocks.iter())
+            .sum()
+    }
+    /// Segments not in the segment tree.
+    pub fn segments_in_use(&self) -> u64 {
+        self.segments_per_class.iter().sum::<u64>() + self.large_segments
+    }
+}
+
+/// The first inconsistency the validator found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapError {
+    /// A tree's summaries hide a free index (`tree` is `None` for the segment tree).
+    Tree {
+        tree: Option<usize>,
+        err: crate::veb::VebError,
+    },
+    /// The segment tree and the table disagree about segment `seg`.
+    SegmentTreeMismatch { seg: u32, entry: u32 },
+    /// A table entry that decodes to nothing.
+    CorruptEntry { seg: u32, entry: u32 },
+    /// A block bit of class `class` is set inside segment `seg`, which is not of that class.
+    StrayBlockBit { seg: u32, class: usize },
+    /// The out-count of `seg` differs from the blocks missing from its tree.
+    OutCount { seg: u32, counted: u32, found: u32 },
+    /// A free block whose counters are not parked.
+    FreeBlockNotParked { seg: u32, local: u32 },
+    /// A slice block with more frees than hand-outs.
+    OverFreed { seg: u32, local: u32 },
+    /// A slice block whose every slice came back but which was not recycled.
+    NotRecycled { seg: u32, local: u32 },
+    /// A partly handed-out block that no current slot points to: its rest is unreachable.
+    OrphanBlock { seg: u32, local: u32 },
+    /// A multi-segment run that is broken (bad length, missing tail, tail without head).
+    BadRun { seg: u32 },
+}
+
+impl DeviceHeap {
+    /// Walks the heap and returns its statistics, or the first inconsistency.
+    /// Call only while no kernel uses the heap.
+    pub fn validate(&self) -> Result<Stats, HeapError> {
+        let mut s = Stats::default();
+        let n = self.layout.num_segments;
+        s.stale_summary_bits += self
+            .seg_tree()
+            .check()
+            .map_err(|err| HeapError::Tree { tree: None, err })?;
+        for c in 0..NUM_CLASSES {
+            s.stale_summary_bits += self
+                .block_tree(c)
+                .check()
+                .map_err(|err| HeapError::Tree { tree: Some(c), err })?;
+        }
+        let current = self.current_blocks();
+        let mut seg = 0u32;
+        while seg < n {
+            // Acquire: quiescent heap; acquire for form's sake.
+            let entry = self.seg_table(seg).load_acquire();
+            let kind = seg_kind(entry);
+            let free = self.seg_tree().contains(seg as u64);
+            if free != (kind == SegKind::Free) {
+                return Err(HeapError::SegmentTreeMismatch { seg, entry });
+            }
+            for c in 0..NUM_CLASSES {
+                if kind == SegKind::Class(c) {
+                    continue;
+                }
+                let bps = blocks_per_segment(c) as u64;
+                let base = (seg as u64) << blocks_per_segment_shift(c);
+                if (base..base + bps).any(|g| self.block_tree(c).contains(g)) {
+                    return Err(HeapError::StrayBlockBit { seg, class: c });
+                }
+            }
+            match kind {
+                SegKind::Free => s.free_segments += 1,
+                SegKind::Class(c) => {
+                    s.segments_per_class[c] += 1;
+                    self.check_class_segment(seg, c, &current, &mut s)?;
+                }
+                SegKind::LargeHead => {
+                    let k = self.seg_run(seg).load_acquire();
+                    if k == 0 || seg as u64 + k as u64 > n as u64 {
+                        return Err(HeapError::BadRun { seg });
+                    }
+                    for t in 1..k {
+                        if seg_kind(self.seg_table(seg + t).load_acquire()) != SegKind::LargeTail {
+                            return Err(HeapError::BadRun { seg: seg + t });
+                        }
+                    }
+                    s.large_segments += k as u64;
+                    s.bytes_in_use += k as u64 * SEGMENT_BYTES;
+                    seg += k;
+                    continue;
+                }
+                SegKind::LargeTail => return Err(HeapError::BadRun { seg }),
+                SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
+            }
+            seg += 1;
+        }
+        s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
+        s.out_of_memory = self.counter(counter::OUT_OF_MEMORY).load_acquire();
+        Ok(s)
+    }
+
+    /// Global block indices (with epochs) in the current slots, per class.
+    fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
+        move |c, gid, epoch| {
+            (0..self.layout.shards).any(|sh| {
+                let v = self.current(c, sh).load_acquire();
+                v != 0 && decode_slot(v) == (epoch, gid)
+            })
+        }
+    }
+
+    fn check_class_segment(
+        &self,
+        seg: u32,
+        c: usize,
+        is_current: &impl Fn(usize, u64, u32) -> bool,
+        s: &mut Stats,
+    ) -> Result<(), HeapError> {
+        let shift = blocks_per_segment_shift(c);
+        let mut out = 0;
+        for local in 0..blocks_per_segment(c) {
+            let gid = ((seg as u64) << shift) | local as u64;
+            let m = self.block_meta(seg, local);
+            let (w, freed) = (m.alloc.load_acquire(), m.freed.load_acquire());
+            if self.block_tree(c).contains(gid) {
+                if count_of(w) < SLICES_PER_BLOCK || freed != 0 {
+                    return Err(HeapError::FreeBlockNotParked { seg, local });
+                }
+                continue;
+            }
+            out += 1;
+            if m.kind.load_acquire() == KIND_WHOLE {
+                s.whole_blocks[c] += 1;
+                s.bytes_in_use += block_bytes(c);
+                continue;
+            }
+            s.slice_blocks[c] += 1;
+            let handed = count_of(w).min(SLICES_PER_BLOCK);
+            if freed > handed {
+                return Err(HeapError::OverFreed { seg, local });
+            }
+            if freed == SLICES_PER_BLOCK {
+                return Err(HeapError::NotRecycled { seg, local });
+            }
+            if handed < SLICES_PER_BLOCK && !is_current(c, gid, epoch_of(w)) {
+                return Err(HeapError::OrphanBlock { seg, local });
+            }
+            let live = (handed - freed) as u64;
+            s.live_slices[c] += live;
+            s.bytes_in_use += live * slice_bytes(c);
+        }
+        let counted = self.seg_out(seg).load_acquire() & OUT_COUNT_MASK;
+        if counted != out {
+            return Err(HeapError::OutCount {
+                seg,
+                counted,
+                found: out,
+            });
+        }
+        Ok(())
+    }
+
+    /// Retires every current block (see `trim_slot`).
+    pub fn trim(&self) {
+        for c in 0..NUM_CLASSES {
+            for sh in 0..self.layout.shards {
+                self.trim_slot(c, sh);
+            }
+        }
+    }
+}

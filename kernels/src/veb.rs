@@ -1,0 +1,406 @@
+//! A van Emde Boas-style tree of 64-bit words: the free set of segments, and of each class's
+//! blocks.
+//!
+//! Level 0 holds one bit per index (set = free). A bit of level L+1 summarises one word of
+//! level L (set = that word may be non-zero). Every node is one word updated with one atomic,
+//! so there is no lock and no min/max field to keep coherent. Successor search walks up and
+//! down the summaries and always finds the lowest free index at or after `x`, which is what
+//! keeps the heap packed at low addresses.
+//!
+//! Concurrency contract: summaries may hold stale *positives* (a set bit over an empty word;
+//! the search steps past them) but never a lasting false *negative*: a remover that empties a
+//! word clears the parent bit and then re-reads the word, and sets the bit again if an insert
+//! raced with it. So every free index stays reachable.
+
+use crate::atomic::Atom64;
+
+/// Bits in one node.
+pub const WORD_BITS: u64 = 64;
+/// Enough levels for 64^6 = 2^36 indices (one segment per 16 MiB of 1 EiB).
+pub const MAX_LEVELS: usize = 6;
+/// Failed claim attempts (another thread took the index first) before a claim reports
+/// "nothing free": a bounded fallback instead of an unbounded spin.
+pub const CLAIM_RETRIES: u32 = 256;
+
+/// Where each level of a tree lives, in words from the tree's first word.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VebLayout {
+    /// Number of indices (bits of level 0).
+    pub universe: u64,
+    /// Levels in use; the top one is a single word.
+    pub levels: u32,
+    /// Words in the whole tree.
+    pub total_words: u32,
+    /// Word offset of each level (level 0 = leaves).
+    pub offset: [u32; MAX_LEVELS],
+    /// Words in each level.
+    pub words: [u32; MAX_LEVELS],
+}
+
+impl VebLayout {
+    /// Layout for `universe` indices.
+    pub const fn new(universe: u64) -> Self {
+        let mut offset = [0u32; MAX_LEVELS];
+        let mut words = [0u32; MAX_LEVELS];
+        let mut n = universe;
+        let mut level = 0;
+        let mut total = 0u32;
+        loop {
+            let w = n.div_ceil(WORD_BITS) as u32;
+            offset[level] = total;
+            words[level] = w;
+            total += w;
+            level += 1;
+            if w <= 1 || level == MAX_LEVELS {
+                break;
+            }
+            n = w as u64;
+        }
+        assert!(words[level - 1] <= 1, "universe too large for MAX_LEVELS");
+        Self {
+            universe,
+            levels: level as u32,
+            total_words: total,
+            offset,
+            words,
+        }
+    }
+
+    /// Number of bits at `level`.
+    #[inline(always)]
+    pub const fn bits(&self, level: u32) -> u64 {
+        if level == 0 {
+            self.universe
+        } else {
+            self.words[level as usize - 1] as u64
+        }
+    }
+}
+
+/// Mask of the bits of word `w` that fall in `[start, end)`.
+#[inline(always)]
+fn range_mask(w: u64, start: u64, end: u64) -> u64 {
+    let lo = start.max(w * WORD_BITS) - w * WORD_BITS;
+    let hi = end.min((w + 1) * WORD_BITS) - w * WORD_BITS;
+    let upper = if hi == WORD_BITS {
+        !0
+    } else {
+        (1u64 << hi) - 1
+    };
+    upper & !((1u64 << lo) - 1)
+}
+
+/// A tree over borrowed words.
+#[derive(Clone, Copy)]
+pub struct Veb<'a> {
+    words: &'a [Atom64],
+    layout: VebLayout,
+}
+
+impl<'a> Veb<'a> {
+    /// A tree over `words` (at least `layout.total_words` of them).
+    pub fn new(words: &'a [Atom64], layout: VebLayout) -> Self {
+        debug_assert!(words.len() >= layout.total_words as usize);
+        Self { words, layout }
+    }
+
+    pub fn layout(&self) -> &VebLayout {
+        &self.layout
+    }
+
+    #[inline(always)]
+    fn word(&self, level: u32, i: u64) -> &Atom64 {
+        &self.words[self.layout.offset[level as usize] as usize + i as usize]
+    }
+
+    /// Marks index `i` free. Returns whether it was not free before.
+    pub fn insert(&self, i: u64) -> bool {
+        debug_assert!(i < self.layout.universe);
+        self.set_bits(0, i / WORD_BITS, 1 << (i % WORD_BITS)) & (1 << (i % WORD_BITS)) == 0
+    }
+
+    /// Sets `mask` in word `w` of `level` and propagates to the summaries; returns the old word.
+    fn set_bits(&self, level: u32, w: u64, mask: u64) -> u64 {
+        // AcqRel: the release half publishes what the inserter wrote about the freed items
+        // (block metadata, segment tables) to the claimer whose fetch_and reads this value.
+        let old = self.word(level, w).fetch_or_acq_rel(mask);
+        if old == 0 && level + 1 < self.layout.levels {
+            self.set_up(level + 1, w);
+        }
+        old
+    }
+
+    /// Sets the summary bit for child word `idx` at `level` and above, stopping where a
+    /// summary word was already non-zero (its own parent bit is then set, or being re-set by
+    /// a remover's re-check).
+    fn set_up(&self, mut level: u32, mut idx: u64) {
+        while level < self.layout.levels {
+            let w = idx / WORD_BITS;
+            // AcqRel: pairs with the remover's clear-then-recheck in `clear_up`.
+            let old = self.word(level, w).fetch_or_acq_rel(1 << (idx % WORD_BITS));
+            if old != 0 {
+                return;
+            }
+            level += 1;
+            idx = w;
+        }
+    }
+
+    /// Clears the summary bit for child word `idx` (found empty) at `level` and above.
+    fn clear_up(&self, mut level: u32, mut idx: u64) {
+        while level < self.layout.levels {
+            let w = idx / WORD_BITS;
+            let bit = 1u64 << (idx % WORD_BITS);
+            // AcqRel: if an inserter's summary set precedes this clear, we synchronise with it
+            // and the re-read below sees its child bit.
+            let old = self.word(level, w).fetch_and_acq_rel(!bit);
+            // Acquire: re-read the child; an insert may have raced with the clear.
+            if self.word(level - 1, idx).load_acquire() != 0 {
+                self.set_up(level, idx);
+                return;
+            }
+            if old & bit == 0 || old & !bit != 0 {
+                return;
+            }
+            level += 1;
+            idx = w;
+        }
+    }
+
+    /// Marks index `i` used. Returns whether it was free.
+    pub fn remove(&self, i: u64) -> bool {
+        let w = i / WORD_BITS;
+        let bit = 1u64 << (i % WORD_BITS);
+        // AcqRel: acquire what the inserter published; release is harmless.
+        let old = self.word(0, w).fetch_and_acq_rel(!bit);
+        if old & bit == 0 {
+            return false;
+        }
+        if old & !bit == 0 {
+            self.clear_up(1, w);
+        }
+        true
+    }
+
+    /// Whether index `i` is free (a snapshot).
+    pub fn contains(&self, i: u64) -> bool {
+        i < self.layout.universe
+            // Acquire: callers act on what a set bit promises.
+            && self.word(0, i / WORD_BITS).load_acquire() & (1 << (i % WORD_BITS)) != 0
+    }
+
+    /// Lowest free index at or after `x` (a snapshot; a claim must still win it).
+    pub fn successor(&self, x: u64) -> Option<u64> {
+        let l = &self.layout;
+        let mut level = 0u32;
+        let mut pos = x;
+        loop {
+            if pos >= l.bits(level) {
+                return None;
+            }
+            let w = pos / WORD_BITS;
+            // Relaxed: a hint; the claiming RMW re-checks with acquire.
+            let bits = self.word(level, w).load_relaxed() & (!0u64 << (pos % WORD_BITS));
+            if bits != 0 {
+                let found = w * WORD_BITS + bits.trailing_zeros() as u64;
+                if level == 0 {
+                    return Some(found);
+                }
+                level -= 1;
+                pos = found * WORD_BITS;
+            } else {
+                if level + 1 >= l.levels {
+                    return None;
+                }
+                level += 1;
+                pos = w + 1;
+            }
+        }
+    }
+
+    /// Atomically takes the lowest free index at or after `x`; `None` when none is free or
+    /// after `CLAIM_RETRIES` lost races.
+    pub fn claim_from(&self, x: u64) -> Option<u64> {
+        let mut from = x;
+        let mut lost = 0;
+        while lost < CLAIM_RETRIES {
+            let s = self.successor(from)?;
+            let w = s / WORD_BITS;
+            let mut cand = s;
+            loop {
+                let bit = 1u64 << (cand % WORD_BITS);
+                // AcqRel: acquire the inserter's writes about this item.
+                let old = self.word(0, w).fetch_and_acq_rel(!bit);
+                if old & bit != 0 {
+                    if old & !bit == 0 {
+                        self.clear_up(1, w);
+                    }
+                    return Some(cand);
+                }
+                lost += 1;
+                let rest = old & (!0u64 << (cand % WORD_BITS));
+                if rest == 0 || lost >= CLAIM_RETRIES {
+                    break;
+                }
+                cand = w * WORD_BITS + rest.trailing_zeros() as u64;
+            }
+            from = (w + 1) * WORD_BITS;
+        }
+        None
+    }
+
+    /// Marks `[start, start + k)` free.
+    pub fn insert_range(&self, start: u64, k: u64) {
+        let end = start + k;
+        debug_assert!(end <= self.layout.universe);
+        let mut w = start / WORD_BITS;
+        while w * WORD_BITS < end {
+            self.set_bits(0, w, range_mask(w, start, end));
+            w += 1;
+        }
+    }
+
+    /// Takes all of `[start, start + k)` if every index in it is free; otherwise takes none
+    /// (puts back what it took) and returns false.
+    pub fn remove_range_exact(&self, start: u64, k: u64) -> bool {
+        let end = start + k;
+        if end > self.layout.universe {
+            return false;
+        }
+        let first = start / WORD_BITS;
+        let mut w = first;
+        while w * WORD_BITS < end {
+            let mask = range_mask(w, start, end);
+            // AcqRel: acquire the inserters' writes about these items.
+            let old = self.word(0, w).fetch_and_acq_rel(!mask);
+            if old & mask != mask {
+                // Put back what this word gave us, then the whole words before it.
+                if old & mask != 0 {
+                    self.set_bits(0, w, old & mask);
+                }
+                let mut v = first;
+                while v < w {
+                    self.set_bits(0, v, range_mask(v, start, end));
+                    v += 1;
+                }
+                return false;
+            }
+            if old & !mask == 0 {
+                self.clear_up(1, w);
+            }
+            w += 1;
+        }
+        true
+    }
+
+    /// First index in `[s, min(s + k, universe))` that is not free, or that bound.
+    fn run_end(&self, s: u64, k: u64) -> u64 {
+        let end = (s + k).min(self.layout.universe);
+        let mut i = s;
+        while i < end {
+            let w = i / WORD_BITS;
+            // Relaxed: a hint; `remove_range_exact` decides.
+            let clear = !self.word(0, w).load_relaxed() & (!0u64 << (i % WORD_BITS));
+            if clear != 0 {
+                return (w * WORD_BITS + clear.trailing_zeros() as u64).min(end);
+            }
+            i = (w + 1) * WORD_BITS;
+        }
+        end
+    }
+
+    /// Atomically takes the lowest run of `k` contiguous free indices.
+    pub fn claim_run(&self, k: u64) -> Option<u64> {
+        if k == 0 || k > self.layout.universe {
+            return None;
+        }
+        if k == 1 {
+            return self.claim_from(0);
+        }
+        let mut from = 0;
+        let mut lost = 0;
+        while lost < CLAIM_RETRIES {
+            let s = self.successor(from)?;
+            let e = self.run_end(s, k);
+            if e - s >= k {
+                if self.remove_range_exact(s, k) {
+                    return Some(s);
+                }
+                lost += 1;
+                from = s;
+            } else {
+                from = e + 1;
+            }
+        }
+        None
+    }
+
+    /// Number of free indices (a snapshot).
+    pub fn count(&self) -> u64 {
+        (0..self.layout.words[0] as u64)
+            .map(|w| self.word(0, w).load_relaxed().count_ones() as u64)
+            .sum()
+    }
+
+    /// Checks the summaries against the leaves, for a quiescent tree: no false negatives (a
+    /// non-empty word whose summary bit is clear) and no bits past the universe. Returns how
+    /// many stale positives there are (allowed: searches step past them).
+    pub fn check(&self) -> Result<u64, VebError> {
+        let l = &self.layout;
+        let tail = l.universe % WORD_BITS;
+        if tail != 0 && self.word(0, l.words[0] as u64 - 1).load_relaxed() >> tail != 0 {
+            return Err(VebError::BitPastUniverse);
+        }
+        let mut stale = 0;
+        for level in 0..l.levels.saturating_sub(1) {
+            for w in 0..l.words[level as usize] as u64 {
+                let child = self.word(level, w).load_relaxed();
+                let parent = self.word(level + 1, w / WORD_BITS).load_relaxed();
+                let bit = parent & (1 << (w % WORD_BITS)) != 0;
+                if child != 0 && !bit {
+                    return Err(VebError::MissingSummary {
+                        level: level + 1,
+                        word: w,
+                    });
+                }
+                if child == 0 && bit {
+                    stale += 1;
+                }
+            }
+        }
+        Ok(stale)
+    }
+}
+
+/// What `Veb::check` found wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VebError {
+    /// A leaf bit at or past the universe is set.
+    BitPastUniverse,
+    /// Child word `word` is non-empty but its summary bit at `level` is clear.
+    MissingSummary { level: u32, word: u64 },
+}
+
+/// Writes a full tree (every index free) into `words`, non-atomically: for heap creation, on
+/// the host or by one thread per word in the init kernel (`init_word`).
+pub fn full_word(layout: &VebLayout, level: u32, w: u64) -> u64 {
+    let bits = layout.bits(level);
+    let lo = w * WORD_BITS;
+    if lo >= bits {
+        0
+    } else if bits - lo >= WORD_BITS {
+        !0
+    } else {
+        (1u64 << (bits - lo)) - 1
+    }
+}
+
+/// Level and word within it of the tree's `i`-th word.
+pub fn word_position(layout: &VebLayout, i: u32) -> (u32, u64) {
+    let mut level = 0;
+    while level + 1 < layout.levels && i >= layout.offset[level as usize + 1] {
+        level += 1;
+    }
+    (level, (i - layout.offset[level as usize]) as u64)
+}

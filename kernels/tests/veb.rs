@@ -1,0 +1,190 @@
+//! vEB tree: unit tests, a property test against a BTreeSet model, and a threaded
+//! claim/release stress checked by the tree's own validator.
+#![cfg(not(loom))]
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+use veballoc_kernels::atomic::Atom64;
+use veballoc_kernels::veb::{Veb, VebLayout};
+
+fn storage(universe: u64) -> (Vec<Atom64>, VebLayout) {
+    let l = VebLayout::new(universe);
+    ((0..l.total_words).map(|_| Atom64::new(0)).collect(), l)
+}
+
+#[test]
+fn layout_levels() {
+    assert_eq!(VebLayout::new(1).levels, 1);
+    assert_eq!(VebLayout::new(64).levels, 1);
+    assert_eq!(VebLayout::new(65).levels, 2);
+    assert_eq!(VebLayout::new(4096).levels, 2);
+    assert_eq!(VebLayout::new(4097).levels, 3);
+    // One segment per 16 MiB of a 141 GiB card, and its class-0 block tree (256 per segment).
+    let segs = (141u64 << 30) >> 24;
+    assert_eq!(VebLayout::new(segs).levels, 3);
+    assert_eq!(VebLayout::new(segs * 256).levels, 4);
+}
+
+#[test]
+fn successor_and_claims() {
+    let (w, l) = storage(10_000);
+    let t = Veb::new(&w, l);
+    assert_eq!(t.successor(0), None);
+    for i in [5u64, 64, 4095, 4096, 9999] {
+        assert!(t.insert(i));
+        assert!(!t.insert(i));
+    }
+    assert_eq!(t.successor(0), Some(5));
+    assert_eq!(t.successor(6), Some(64));
+    assert_eq!(t.successor(65), Some(4095));
+    assert_eq!(t.successor(4097), Some(9999));
+    assert_eq!(t.successor(10_000), None);
+    assert_eq!(t.claim_from(0), Some(5));
+    assert_eq!(t.claim_from(0), Some(64));
+    assert!(t.remove(4096));
+    assert!(!t.remove(4096));
+    assert_eq!(t.claim_from(0), Some(4095));
+    assert_eq!(t.claim_from(0), Some(9999));
+    assert_eq!(t.claim_from(0), None);
+    assert_eq!(t.check(), Ok(0));
+}
+
+#[test]
+fn runs() {
+    let (w, l) = storage(1000);
+    let t = Veb::new(&w, l);
+    t.insert_range(0, 1000);
+    assert_eq!(t.count(), 1000);
+    assert!(t.remove(70));
+    assert_eq!(t.claim_run(100), Some(71));
+    assert_eq!(t.claim_run(70), Some(0));
+    assert_eq!(t.claim_run(900), None);
+    assert_eq!(t.claim_run(829), Some(171));
+    assert_eq!(t.count(), 0);
+    t.insert_range(100, 200);
+    assert!(
+        !t.remove_range_exact(99, 10),
+        "99 is not free: nothing taken"
+    );
+    assert_eq!(t.count(), 200);
+    assert!(t.remove_range_exact(100, 200));
+    assert_eq!(t.count(), 0);
+    t.check().unwrap();
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(u64),
+    Remove(u64),
+    Claim(u64),
+    ClaimRun(u64),
+    InsertRange(u64, u64),
+    RemoveRange(u64, u64),
+    Succ(u64),
+}
+
+fn op(universe: u64) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        (0..universe).prop_map(Op::Insert),
+        (0..universe).prop_map(Op::Remove),
+        (0..universe).prop_map(Op::Claim),
+        (1..40u64).prop_map(Op::ClaimRun),
+        (0..universe, 1..300u64).prop_map(move |(s, k)| Op::InsertRange(s, k.min(universe - s))),
+        (0..universe, 1..300u64).prop_map(move |(s, k)| Op::RemoveRange(s, k.min(universe - s))),
+        (0..universe + 5).prop_map(Op::Succ),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn matches_btreeset(universe in 1u64..9000, ops in prop::collection::vec(op(9000), 1..200)) {
+        let (w, l) = storage(universe);
+        let t = Veb::new(&w, l);
+        let mut m = BTreeSet::new();
+        for o in ops {
+            match o {
+                Op::Insert(i) if i < universe => prop_assert_eq!(t.insert(i), m.insert(i)),
+                Op::Remove(i) if i < universe => prop_assert_eq!(t.remove(i), m.remove(&i)),
+                Op::Claim(x) => {
+                    let want = m.range(x..).next().copied();
+                    prop_assert_eq!(t.claim_from(x), want);
+                    if let Some(v) = want { m.remove(&v); }
+                }
+                Op::ClaimRun(k) => {
+                    let want = (0..universe).find(|&s| s + k <= universe && (s..s + k).all(|i| m.contains(&i)));
+                    prop_assert_eq!(t.claim_run(k), want);
+                    if let Some(s) = want { for i in s..s + k { m.remove(&i); } }
+                }
+                Op::InsertRange(s, k) if s + k <= universe => {
+                    t.insert_range(s, k);
+                    m.extend(s..s + k);
+                }
+                Op::RemoveRange(s, k) if s + k <= universe => {
+                    let all = (s..s + k).all(|i| m.contains(&i));
+                    prop_assert_eq!(t.remove_range_exact(s, k), all);
+                    if all { for i in s..s + k { m.remove(&i); } }
+                }
+                Op::Succ(x) => prop_assert_eq!(t.successor(x), m.range(x..).next().copied()),
+                _ => {}
+            }
+            prop_assert_eq!(t.count(), m.len() as u64);
+        }
+        prop_assert!(t.check().is_ok());
+    }
+}
+
+#[test]
+fn threaded_claim_release() {
+    const UNIVERSE: u64 = 5000;
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 20_000;
+    let (w, l) = storage(UNIVERSE);
+    let t = Veb::new(&w, l);
+    t.insert_range(0, UNIVERSE);
+    let owned: Vec<std::sync::atomic::AtomicU8> =
+        (0..UNIVERSE).map(|_| Default::default()).collect();
+    std::thread::scope(|s| {
+        for th in 0..THREADS {
+            let (t, owned) = (&t, &owned);
+            s.spawn(move || {
+                let mut mine = Vec::new();
+                let mut x = th as u64 * 7919;
+                for r in 0..ROUNDS {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    if mine.len() < 50 && (x >> 33) % 3 != 0 {
+                        let got = if r % 7 == 0 {
+                            t.claim_run(3)
+                        } else {
+                            t.claim_from((x >> 40) % UNIVERSE)
+                        };
+                        if let Some(i) = got {
+                            let k = if r % 7 == 0 { 3 } else { 1 };
+                            for j in i..i + k {
+                                let prev =
+                                    owned[j as usize].swap(1, std::sync::atomic::Ordering::SeqCst);
+                                assert_eq!(prev, 0, "index {j} handed out twice");
+                                mine.push(j);
+                            }
+                        }
+                    } else if let Some(j) = mine.pop() {
+                        owned[j as usize].store(0, std::sync::atomic::Ordering::SeqCst);
+                        assert!(t.insert(j), "index {j} was already free");
+                    }
+                }
+                for j in mine {
+                    owned[j as usize].store(0, std::sync::atomic::Ordering::SeqCst);
+                    assert!(t.insert(j));
+                }
+            });
+        }
+    });
+    assert_eq!(t.count(), UNIVERSE);
+    t.check().expect("summaries consistent");
+    // Everything is reachable again: claim it all in order.
+    for i in 0..UNIVERSE {
+        assert_eq!(t.claim_from(0), Some(i));
+    }
+}

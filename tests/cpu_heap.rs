@@ -1,0 +1,352 @@
+//! The allocator on CPU threads: the same source as the device build, over host memory.
+//! These carry the weight in CI, where there is no GPU.
+
+use std::sync::{Barrier, Mutex};
+
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use veballoc::kernels::arch::set_host_thread_index;
+use veballoc::kernels::block::slice_bytes;
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::counter;
+use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES, SLICES_PER_BLOCK};
+
+/// Shards (current slots per class) for CPU heaps: one per test thread.
+const SHARDS: u32 = 16;
+
+/// Fills `size` bytes at `p` with a tag-derived pattern (for large blocks, the first and
+/// last 4 KiB only, to keep tests fast).
+fn fill(p: *mut u8, size: u64, tag: u64) {
+    for (off, len) in spans(size) {
+        // SAFETY: p holds `size` bytes handed out by the heap.
+        let s = unsafe {
+            std::slice::from_raw_parts_mut(p.add(off as usize) as *mut u64, len as usize / 8)
+        };
+        for (i, w) in s.iter_mut().enumerate() {
+            *w = tag ^ (off / 8 + i as u64);
+        }
+    }
+}
+
+fn check(p: *mut u8, size: u64, tag: u64) {
+    for (off, len) in spans(size) {
+        // SAFETY: as in fill.
+        let s = unsafe {
+            std::slice::from_raw_parts(p.add(off as usize) as *const u64, len as usize / 8)
+        };
+        for (i, w) in s.iter().enumerate() {
+            assert_eq!(
+                *w,
+                tag ^ (off / 8 + i as u64),
+                "allocation {p:?} (size {size}) was overwritten"
+            );
+        }
+    }
+}
+
+fn spans(size: u64) -> Vec<(u64, u64)> {
+    let size = size / 8 * 8;
+    const EDGE: u64 = 4096;
+    if size <= 2 * EDGE {
+        vec![(0, size)]
+    } else {
+        vec![(0, EDGE), (size - EDGE, EDGE)]
+    }
+}
+
+/// Sizes as users ask for them: mostly small, some whole blocks, rarely several segments.
+fn random_size(rng: &mut StdRng) -> u64 {
+    match rng.gen_range(0..100) {
+        0..=84 => rng.gen_range(1..=4096),
+        85..=98 => rng.gen_range(4097..=1 << 20),
+        _ => rng.gen_range(SEGMENT_BYTES + 1..=3 * SEGMENT_BYTES),
+    }
+}
+
+fn assert_empty(h: &DeviceHeap) {
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    assert_eq!(s.blocks_in_use(), 0, "{s:?}");
+    assert_eq!(
+        s.free_segments, h.layout.num_segments as u64,
+        "every segment back in the tree: {s:?}"
+    );
+    assert_eq!(s.invalid_frees, 0);
+}
+
+#[test]
+fn threads_mixed_churn_returns_everything() {
+    churn(SHARDS);
+}
+
+#[test]
+fn threads_sharing_one_current_block_per_class() {
+    // Every thread bumps the same block counters: the contended path of the device.
+    churn(1);
+}
+
+fn churn(shards: u32) {
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 20_000;
+    let cpu = CpuHeap::new(96, shards);
+    let h = cpu.heap();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            s.spawn(move || {
+                set_host_thread_index(t as u64);
+                let mut rng = StdRng::seed_from_u64(t as u64);
+                let mut live: Vec<(*mut u8, u64, u64)> = Vec::new();
+                for r in 0..ROUNDS {
+                    if live.len() < 48 && rng.gen_bool(0.55) {
+                        let size = random_size(&mut rng);
+                        let p = h.malloc(size);
+                        assert!(!p.is_null(), "heap of 1.5 GiB ran out at round {r}");
+                        assert_eq!(p as u64 % 16, 0);
+                        assert!(h.usable_size(p) >= size);
+                        let tag = (t as u64) << 48 | r as u64;
+                        fill(p, size, tag);
+                        live.push((p, size, tag));
+                    } else if !live.is_empty() {
+                        let (p, size, tag) = live.swap_remove(rng.gen_range(0..live.len()));
+                        check(p, size, tag);
+                        h.free(p);
+                    }
+                }
+                for (p, size, tag) in live {
+                    check(p, size, tag);
+                    h.free(p);
+                }
+            });
+        }
+    });
+    assert_empty(h);
+}
+
+#[test]
+fn phases_never_overlap_and_stats_match() {
+    const THREADS: usize = 6;
+    const PHASES: usize = 6;
+    const PER_PHASE: usize = 300;
+    let cpu = CpuHeap::new(64, SHARDS);
+    let h = cpu.heap();
+    let barrier = Barrier::new(THREADS + 1);
+    let live: Mutex<Vec<Vec<(u64, u64)>>> = Mutex::new(vec![Vec::new(); THREADS]);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (barrier, live) = (&barrier, &live);
+            s.spawn(move || {
+                set_host_thread_index(t as u64);
+                let mut rng = StdRng::seed_from_u64(100 + t as u64);
+                let mut mine: Vec<(u64, u64)> = Vec::new();
+                for _ in 0..PHASES {
+                    for _ in 0..PER_PHASE {
+                        let size = if rng.gen_bool(0.9) {
+                            rng.gen_range(1..=4096)
+                        } else {
+                            rng.gen_range(4097..=300_000)
+                        };
+                        let p = h.malloc(size);
+                        assert!(!p.is_null());
+                        mine.push((p as u64, size));
+                    }
+                    live.lock().unwrap()[t] = mine.clone();
+                    barrier.wait(); // main checks
+                    barrier.wait();
+                    let keep = mine.len() / 2;
+                    for (p, _) in mine.drain(keep..) {
+                        h.free(p as *mut u8);
+                    }
+                }
+                for (p, _) in mine {
+                    h.free(p as *mut u8);
+                }
+            });
+        }
+        for phase in 0..PHASES {
+            barrier.wait();
+            let mut all: Vec<(u64, u64)> = live.lock().unwrap().iter().flatten().copied().collect();
+            all.sort();
+            for pair in all.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                assert!(
+                    a.0 + h.usable_size(a.0 as *const u8) <= b.0,
+                    "phase {phase}: {a:?} overlaps {b:?}"
+                );
+            }
+            let expect: u64 = all
+                .iter()
+                .map(|&(p, _)| h.usable_size(p as *const u8))
+                .sum();
+            let s = h.validate().expect("heap consistent at a quiescent point");
+            assert_eq!(
+                s.bytes_in_use, expect,
+                "phase {phase}: stats disagree with the live set"
+            );
+            barrier.wait();
+        }
+    });
+    assert_empty(h);
+}
+
+#[test]
+fn warp_groups_take_consecutive_slices() {
+    // One segment per class stays as its current block: 9 classes need 9 segments.
+    let cpu = CpuHeap::new(16, 1);
+    let h = cpu.heap();
+    for c in 0..9usize {
+        let size = slice_bytes(c);
+        let ps = cpu.warp_malloc(&[size; 32]);
+        for w in ps.windows(2) {
+            assert_eq!(
+                w[1] as u64 - w[0] as u64,
+                size,
+                "one group, one atomic: adjacent slices"
+            );
+        }
+        for p in ps {
+            h.free(p);
+        }
+    }
+    // Mixed sizes in one warp: each class is its own group.
+    let sizes: Vec<u64> = (0..32).map(|i| [16, 100, 5000, 16][i % 4]).collect();
+    let ps = cpu.warp_malloc(&sizes);
+    assert!(ps.iter().all(|p| !p.is_null()));
+    for (p, s) in ps.iter().zip(&sizes) {
+        assert!(h.usable_size(*p) >= *s);
+        h.free(*p);
+    }
+    assert_empty(h);
+}
+
+#[test]
+fn warp_groups_cross_block_boundaries() {
+    // 4096 slices per block is not a multiple of 24: groups straddle block ends, and the
+    // lanes that did not fit get slices from the next block. None is lost or doubled.
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let mut all = Vec::new();
+    for _ in 0..(3 * SLICES_PER_BLOCK as usize / 24 + 5) {
+        all.extend(cpu.warp_malloc(&[64; 24]));
+    }
+    assert!(all.iter().all(|p| !p.is_null()));
+    let mut sorted: Vec<u64> = all.iter().map(|p| *p as u64).collect();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), all.len(), "a slice was handed out twice");
+    for p in all {
+        h.free(p);
+    }
+    assert_empty(h);
+}
+
+#[test]
+fn out_of_memory_returns_null_then_recovers() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    for size in [4096u64, 1024, 100_000] {
+        let mut ps = Vec::new();
+        loop {
+            let p = h.malloc(size);
+            if p.is_null() {
+                break;
+            }
+            ps.push(p);
+            assert!(ps.len() < 1 << 20, "no null from a full heap");
+        }
+        let usable = h.usable_size(ps[0]);
+        assert_eq!(
+            ps.len() as u64 * usable,
+            h.capacity(),
+            "size {size}: all of the heap was handed out"
+        );
+        assert!(h.malloc(16).is_null(), "full heap still serves");
+        assert!(h.counter(counter::OUT_OF_MEMORY).load_acquire() > 0);
+        for p in ps.drain(..) {
+            h.free(p);
+        }
+        assert_empty(h);
+        let probe = h.malloc(size);
+        assert!(!probe.is_null(), "heap usable again after freeing");
+        h.free(probe);
+        assert_empty(h);
+    }
+}
+
+#[test]
+fn large_runs_up_to_nearly_the_whole_heap() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    let a = h.malloc(7 * SEGMENT_BYTES - 5);
+    assert!(!a.is_null());
+    assert_eq!(h.usable_size(a), 7 * SEGMENT_BYTES);
+    assert!(
+        h.malloc(2 * SEGMENT_BYTES).is_null(),
+        "only one segment left"
+    );
+    let b = h.malloc(SEGMENT_BYTES); // a whole class-8 block = the last segment
+    assert!(!b.is_null());
+    fill(a, 7 * SEGMENT_BYTES, 1);
+    fill(b, SEGMENT_BYTES, 2);
+    check(a, 7 * SEGMENT_BYTES, 1);
+    h.free(a);
+    h.free(b);
+    assert_empty(h);
+    let all = h.malloc(8 * SEGMENT_BYTES);
+    assert!(!all.is_null(), "the whole heap as one run");
+    h.free(all);
+    assert!(h.malloc(9 * SEGMENT_BYTES).is_null());
+    assert_empty(h);
+}
+
+#[test]
+fn calloc_and_realloc() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    // Dirty some memory, free it, and calloc over it.
+    let dirty: Vec<_> = (0..100).map(|_| h.malloc(256)).collect();
+    for &p in &dirty {
+        // SAFETY: 256 bytes each.
+        unsafe { std::ptr::write_bytes(p, 0xff, 256) };
+        h.free(p);
+    }
+    h.trim();
+    for _ in 0..100 {
+        let p = h.calloc(32, 8);
+        // SAFETY: 256 zeroed bytes.
+        assert!(unsafe { std::slice::from_raw_parts(p, 256) }
+            .iter()
+            .all(|&b| b == 0));
+        h.free(p);
+    }
+    assert!(h.calloc(u64::MAX, 2).is_null(), "overflow is null");
+    // realloc: grow keeps contents, shrink keeps the pointer, null and zero act as malloc/free.
+    let p = h.realloc(std::ptr::null_mut(), 40);
+    fill(p, 40, 9);
+    assert_eq!(h.realloc(p, 48), p, "fits in its 64 B slice");
+    let q = h.realloc(p, 10_000);
+    assert_ne!(q, p);
+    check(q, 40, 9);
+    let r = h.realloc(q, 40 * SEGMENT_BYTES / 10);
+    assert!(!r.is_null());
+    check(r, 40, 9);
+    assert!(h.realloc(r, 0).is_null());
+    assert_empty(h);
+}
+
+#[test]
+fn invalid_frees_are_counted_not_fatal() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let p = h.malloc(64);
+    h.free((h.mem - 64) as *mut u8); // below the heap
+    h.free((h.mem + h.capacity()) as *mut u8); // past it
+                                               // SAFETY: pointer arithmetic only.
+    h.free(unsafe { p.add(8) }); // inside a slice
+    h.free((h.mem + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 4);
+    h.free(p);
+    h.trim();
+    let s = h.validate().unwrap();
+    assert_eq!(s.bytes_in_use, 0);
+    assert_eq!(s.invalid_frees, 4);
+}
