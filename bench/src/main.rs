@@ -1,1 +1,642 @@
-fn main() {}
+//! veballoc's benchmark harness: the field's protocol (shared/anchors.md) for veballoc, the
+//! bump-allocator floor and CUDA's device malloc, in one run, with CSV and JSON results.
+
+use std::ffi::c_void;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use clap::{Parser, Subcommand};
+use cust::event::{Event, EventFlags};
+use cust::memory::{CopyDestination, DeviceBuffer};
+use serde::Serialize;
+use veballoc::{Gpu, Heap};
+
+/// Threads per block, as in the protocol.
+const BLOCK: u32 = 256;
+/// Gallatin's published means on an H100 (shared/anchors.md): (size, alloc ms, free ms).
+const GALLATIN_H100: [(u64, f64, f64); 9] = [
+    (16, 0.139, 0.046),
+    (32, 0.187, 0.044),
+    (64, 0.313, 0.041),
+    (128, 0.571, 0.036),
+    (256, 1.068, 0.032),
+    (512, 1.835, 0.030),
+    (1024, 2.005, 0.047),
+    (2048, 2.527, 0.085),
+    (4096, 3.754, 0.031),
+];
+/// Gallatin's published mixed-size means on an H100: (max size, alloc ms, free ms).
+const GALLATIN_MIXED_H100: [(u64, f64, f64); 3] = [
+    (64, 0.292, 0.042),
+    (512, 1.106, 0.051),
+    (4096, 1.996, 0.056),
+];
+
+#[derive(Parser)]
+#[command(
+    about = "veballoc benchmark harness (single, mixed, scaling, init) against the bump floor and CUDA malloc"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+    /// Threads (allocations) per kernel.
+    #[arg(long, default_value_t = 1 << 20, global = true)]
+    threads: u64,
+    /// Iterations per point (fresh heap each).
+    #[arg(long, default_value_t = 5, global = true)]
+    iters: u32,
+    /// Heap size in GiB.
+    #[arg(long, default_value_t = 8, global = true)]
+    heap_gib: u64,
+    /// Sizes (bytes, comma-separated) for single; maxima for mixed.
+    #[arg(long, value_delimiter = ',', global = true)]
+    sizes: Option<Vec<u64>>,
+    /// Allocators to run: veballoc, bump, cuda.
+    #[arg(long, value_delimiter = ',', default_values_t = ["veballoc".to_string(), "bump".into(), "cuda".into()], global = true)]
+    allocators: Vec<String>,
+    /// Sizes at which CUDA malloc is run (it takes seconds at some sizes and over a minute at
+    /// 512 and 1024 B in the published figures).
+    #[arg(long, value_delimiter = ',', default_values_t = [16u64, 32, 64, 128, 2048], global = true)]
+    cuda_sizes: Vec<u64>,
+    /// Iterations for CUDA malloc points.
+    #[arg(long, default_value_t = 1, global = true)]
+    cuda_iters: u32,
+    /// Output folder for CSV and JSON.
+    #[arg(long, default_value = "bench/results/latest", global = true)]
+    out: PathBuf,
+}
+
+#[derive(Subcommand, Clone, Copy, PartialEq)]
+enum Cmd {
+    /// One size per run, 16..4096 B.
+    Single,
+    /// Sizes drawn in [16, max], max 64..4096 B.
+    Mixed,
+    /// Threads 2^0..2^20 at 16, 64, 512 and 8192 B.
+    Scaling,
+    /// Time until an 8 GiB heap is ready.
+    Init,
+    /// All of the above.
+    All,
+}
+
+/// One measured point.
+#[derive(Serialize, Clone)]
+struct Point {
+    test: String,
+    allocator: String,
+    phase: String,
+    size: u64,
+    threads: u64,
+    samples_ms: Vec<f64>,
+    mean_ms: f64,
+    std_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    median_ms: f64,
+}
+
+impl Point {
+    fn new(
+        test: &str,
+        allocator: &str,
+        phase: &str,
+        size: u64,
+        threads: u64,
+        samples: Vec<f64>,
+    ) -> Point {
+        let n = samples.len().max(1) as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let std = (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let mut s = samples.clone();
+        s.sort_by(f64::total_cmp);
+        let median = if s.is_empty() {
+            f64::NAN
+        } else if s.len() % 2 == 1 {
+            s[s.len() / 2]
+        } else {
+            (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
+        };
+        Point {
+            test: test.into(),
+            allocator: allocator.into(),
+            phase: phase.into(),
+            size,
+            threads,
+            min_ms: s.first().copied().unwrap_or(f64::NAN),
+            max_ms: s.last().copied().unwrap_or(f64::NAN),
+            samples_ms: samples,
+            mean_ms: mean,
+            std_ms: std,
+            median_ms: median,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Report<'a> {
+    gpu: String,
+    driver: i32,
+    date_utc: String,
+    git_rev: &'static str,
+    threads: u64,
+    iters: u32,
+    heap_bytes: u64,
+    block: u32,
+    points: &'a [Point],
+}
+
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { &[$(&$a as *const _ as *mut c_void),*] };
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+struct Bench {
+    gpu: Gpu,
+    cli: Cli,
+    points: Vec<Point>,
+}
+
+/// How thread i's size is chosen.
+#[derive(Clone, Copy)]
+enum Sizes {
+    Fixed(u64),
+    /// Uniform in [16, max].
+    Mixed(u64),
+}
+
+impl Sizes {
+    fn per_thread(self, n: u64) -> Option<Vec<u32>> {
+        match self {
+            Sizes::Fixed(_) => None,
+            Sizes::Mixed(max) => Some(
+                (0..n)
+                    .map(|i| 16 + (veballoc::kernels::mix(0xbe9c ^ i) % (max - 15)) as u32)
+                    .collect(),
+            ),
+        }
+    }
+    fn fixed(self) -> u64 {
+        match self {
+            Sizes::Fixed(s) => s,
+            Sizes::Mixed(_) => 0,
+        }
+    }
+    fn label(self) -> u64 {
+        match self {
+            Sizes::Fixed(s) | Sizes::Mixed(s) => s,
+        }
+    }
+}
+
+impl Bench {
+    fn timed(&self, f: impl FnOnce() -> Res<()>) -> Res<f64> {
+        let (a, b) = (
+            Event::new(EventFlags::DEFAULT)?,
+            Event::new(EventFlags::DEFAULT)?,
+        );
+        a.record(self.gpu.stream())?;
+        f()?;
+        b.record(self.gpu.stream())?;
+        b.synchronize()?;
+        Ok(b.elapsed_time_f32(&a)? as f64)
+    }
+
+    /// Writes the pattern and checks it; fails the run on any error.
+    fn write_verify(&self, ptrs: u64, n: u64, sizes: Sizes, sizes_dev: u64, what: &str) -> Res<()> {
+        let errs = veballoc::zeroed_u64s(3)?;
+        let (e, size, tag) = (errs.as_device_ptr().as_raw(), sizes.fixed(), 3u64);
+        // SAFETY: argument lists match vb_write / vb_verify.
+        unsafe {
+            self.gpu
+                .launch("vb_write", n, BLOCK, args![ptrs, n, size, sizes_dev, tag])?;
+            self.gpu.launch(
+                "vb_verify",
+                n,
+                BLOCK,
+                args![ptrs, n, size, sizes_dev, tag, e],
+            )?;
+        }
+        self.gpu.sync()?;
+        let mut h = [0u64; 3];
+        errs.copy_to(&mut h[..])?;
+        if h != [0, 0, 0] {
+            return Err(format!(
+                "{what}: verification failed: {} bad words, {} nulls, {} misaligned",
+                h[0], h[1], h[2]
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    fn run_veballoc(
+        &mut self,
+        test: &str,
+        sizes: Sizes,
+        n: u64,
+        iters: u32,
+        verify: bool,
+    ) -> Res<(f64, f64)> {
+        let per = sizes.per_thread(n);
+        let sizes_buf = per
+            .as_ref()
+            .map(|s| DeviceBuffer::from_slice(s))
+            .transpose()?;
+        let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        let ptrs = veballoc::zeroed_u64s(n as usize)?;
+        let p = ptrs.as_device_ptr().as_raw();
+        let (mut ta, mut tf) = (Vec::new(), Vec::new());
+        for _ in 0..iters {
+            let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
+            let (arg, size) = (heap.arg(), sizes.fixed());
+            // SAFETY: matches vb_malloc.
+            ta.push(self.timed(|| {
+                Ok(unsafe {
+                    self.gpu
+                        .launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])?
+                })
+            })?);
+            if verify {
+                self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
+            }
+            // SAFETY: matches vb_free.
+            tf.push(self.timed(|| {
+                Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? })
+            })?);
+            heap.destroy()?;
+        }
+        self.record(test, "veballoc", sizes.label(), n, ta, tf)
+    }
+
+    fn run_bump(
+        &mut self,
+        test: &str,
+        sizes: Sizes,
+        n: u64,
+        iters: u32,
+        arena: u64,
+        verify: bool,
+    ) -> Res<(f64, f64)> {
+        // The floor hands out the largest size for every thread (no size classes to pick).
+        let size = match sizes {
+            Sizes::Fixed(s) => s,
+            Sizes::Mixed(m) => m,
+        };
+        let ptrs = veballoc::zeroed_u64s(n as usize)?;
+        let mut counter = veballoc::zeroed_u64s(1)?;
+        let (p, c) = (
+            ptrs.as_device_ptr().as_raw(),
+            counter.as_device_ptr().as_raw(),
+        );
+        let mut ta = Vec::new();
+        for _ in 0..iters {
+            counter.copy_from(&[0u64][..])?;
+            // SAFETY: matches bump_malloc.
+            ta.push(self.timed(|| {
+                Ok(unsafe {
+                    self.gpu
+                        .launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])?
+                })
+            })?);
+            if verify && n * size <= self.cli.heap_gib << 30 {
+                self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
+            }
+        }
+        self.record(test, "bump", sizes.label(), n, ta, Vec::new())
+    }
+
+    fn run_cuda(
+        &mut self,
+        test: &str,
+        sizes: Sizes,
+        n: u64,
+        iters: u32,
+        verify: bool,
+    ) -> Res<(f64, f64)> {
+        let per = sizes.per_thread(n);
+        let sizes_buf = per
+            .as_ref()
+            .map(|s| DeviceBuffer::from_slice(s))
+            .transpose()?;
+        let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        let ptrs = veballoc::zeroed_u64s(n as usize)?;
+        let p = ptrs.as_device_ptr().as_raw();
+        let (mut ta, mut tf) = (Vec::new(), Vec::new());
+        for _ in 0..iters {
+            let size = sizes.fixed();
+            // SAFETY: matches cuda_malloc / cuda_free.
+            ta.push(self.timed(|| {
+                Ok(unsafe {
+                    self.gpu
+                        .launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])?
+                })
+            })?);
+            if verify {
+                self.write_verify(p, n, sizes, sizes_dev, "cuda malloc")?;
+            }
+            tf.push(
+                self.timed(|| Ok(unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? }))?,
+            );
+        }
+        self.record(test, "cuda", sizes.label(), n, ta, tf)
+    }
+
+    fn record(
+        &mut self,
+        test: &str,
+        alloc: &str,
+        size: u64,
+        n: u64,
+        ta: Vec<f64>,
+        tf: Vec<f64>,
+    ) -> Res<(f64, f64)> {
+        let a = Point::new(test, alloc, "alloc", size, n, ta);
+        let f = Point::new(test, alloc, "free", size, n, tf);
+        let r = (a.mean_ms, f.mean_ms);
+        self.points.push(a);
+        if !f.samples_ms.is_empty() {
+            self.points.push(f);
+        }
+        Ok(r)
+    }
+
+    fn wants(&self, a: &str) -> bool {
+        self.cli.allocators.iter().any(|x| x == a)
+    }
+
+    fn sizes_test(&mut self, test: &str, list: Vec<u64>, mixed: bool) -> Res<()> {
+        let n = self.cli.threads;
+        let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
+        let base = arena.as_device_ptr().as_raw();
+        println!(
+            "\n{test}: {n} threads, {} iterations, {} GiB heap",
+            self.cli.iters, self.cli.heap_gib
+        );
+        println!(
+            "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
+            "size",
+            "vb alloc",
+            "vb free",
+            "bump",
+            "vb/bump",
+            "cuda alloc",
+            "cuda free",
+            "vs Gal. a",
+            "vs Gal. f"
+        );
+        for s in list {
+            let sizes = if mixed {
+                Sizes::Mixed(s)
+            } else {
+                Sizes::Fixed(s)
+            };
+            eprint!("  [{test} {s}] ...\r");
+            let vb = if self.wants("veballoc") {
+                Some(self.run_veballoc(test, sizes, n, self.cli.iters, true)?)
+            } else {
+                None
+            };
+            let bump = if self.wants("bump") {
+                Some(self.run_bump(test, sizes, n, self.cli.iters, base, true)?.0)
+            } else {
+                None
+            };
+            let cuda = if self.wants("cuda") && self.cli.cuda_sizes.contains(&s) {
+                Some(self.run_cuda(test, sizes, n, self.cli.cuda_iters, true)?)
+            } else {
+                None
+            };
+            let gal = if mixed {
+                GALLATIN_MIXED_H100.iter().find(|g| g.0 == s)
+            } else {
+                GALLATIN_H100.iter().find(|g| g.0 == s)
+            };
+            let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
+                _ => "-".into(),
+            };
+            println!(
+                "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
+                if mixed {
+                    format!("≤{s}")
+                } else {
+                    s.to_string()
+                },
+                f(vb.map(|v| v.0)),
+                f(vb.map(|v| v.1)),
+                f(bump),
+                ratio(vb.map(|v| v.0), bump),
+                cuda.map_or("-".into(), |c| format!("{:.2}", c.0)),
+                cuda.map_or("-".into(), |c| format!("{:.2}", c.1)),
+                ratio(gal.map(|g| g.1), vb.map(|v| v.0)),
+                ratio(gal.map(|g| g.2), vb.map(|v| v.1)),
+            );
+            std::io::stdout().flush().ok();
+        }
+        Ok(())
+    }
+
+    fn scaling(&mut self) -> Res<()> {
+        let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
+        let base = arena.as_device_ptr().as_raw();
+        println!("\nscaling: {} iterations", self.cli.iters);
+        println!(
+            "{:>6} {:>9} | {:>10} {:>10} | {:>9}",
+            "size", "threads", "vb alloc", "vb free", "bump"
+        );
+        for size in [16u64, 64, 512, 8192] {
+            let max_log = if size == 8192 { 18 } else { 20 };
+            for l in 0..=max_log {
+                let n = 1u64 << l;
+                eprint!("  [scaling {size} B, 2^{l}] ...\r");
+                let vb =
+                    self.run_veballoc("scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
+                let bump = self
+                    .run_bump(
+                        "scaling",
+                        Sizes::Fixed(size),
+                        n,
+                        self.cli.iters,
+                        base,
+                        false,
+                    )?
+                    .0;
+                println!(
+                    "{size:>6} {n:>9} | {:>10.4} {:>10.4} | {bump:>9.4}",
+                    vb.0, vb.1
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn init(&mut self) -> Res<()> {
+        let bytes = self.cli.heap_gib << 30;
+        let mut wall = Vec::new();
+        for _ in 0..self.cli.iters.max(3) {
+            self.gpu.sync()?;
+            let t = Instant::now();
+            let heap = Heap::new(&self.gpu, bytes)?;
+            wall.push(t.elapsed().as_secs_f64() * 1e3);
+            heap.destroy()?;
+        }
+        let p = Point::new("init", "veballoc", "create", bytes, 0, wall);
+        println!("\ninit: {} GiB heap ready (cuMemAlloc + metadata memset + init kernel + sync): mean {:.3} ms, median {:.3} ms, min {:.3} ms", self.cli.heap_gib, p.mean_ms, p.median_ms, p.min_ms);
+        self.points.push(p);
+        Ok(())
+    }
+
+    fn save(&self, name: &str) -> Res<()> {
+        std::fs::create_dir_all(&self.cli.out)?;
+        let report = Report {
+            gpu: self.gpu.name().into(),
+            driver: self.gpu.driver_version(),
+            date_utc: date_utc(),
+            git_rev: env!("VEBALLOC_GIT_REV"),
+            threads: self.cli.threads,
+            iters: self.cli.iters,
+            heap_bytes: self.cli.heap_gib << 30,
+            block: BLOCK,
+            points: &self.points,
+        };
+        let json = self.cli.out.join(format!("{name}.json"));
+        std::fs::write(&json, serde_json::to_string_pretty(&report)?)?;
+        write_csv(&self.cli.out.join(format!("{name}.csv")), &report)?;
+        println!("\nwrote {} and .csv", json.display());
+        Ok(())
+    }
+}
+
+fn write_csv(path: &Path, r: &Report) -> Res<()> {
+    let mut f = std::fs::File::create(path)?;
+    writeln!(
+        f,
+        "# gpu={} driver={} date={} rev={}",
+        r.gpu, r.driver, r.date_utc, r.git_rev
+    )?;
+    writeln!(
+        f,
+        "test,allocator,phase,size,threads,iters,mean_ms,std_ms,min_ms,max_ms,median_ms"
+    )?;
+    for p in r.points {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6}",
+            p.test,
+            p.allocator,
+            p.phase,
+            p.size,
+            p.threads,
+            p.samples_ms.len(),
+            p.mean_ms,
+            p.std_ms,
+            p.min_ms,
+            p.max_ms,
+            p.median_ms
+        )?;
+    }
+    Ok(())
+}
+
+/// Now, as an ISO-8601 UTC timestamp.
+fn date_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let gpu = match Gpu::new() {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("veballoc-bench: {e}.\nThere is nothing to measure on this machine: run it where an NVIDIA GPU and its driver are present.");
+            std::process::exit(2);
+        }
+    };
+    println!(
+        "GPU: {} | driver {} | {} SMs | {} MiB | rev {}",
+        gpu.name(),
+        gpu.driver_version(),
+        gpu.multiprocessors(),
+        gpu.total_memory() >> 20,
+        env!("VEBALLOC_GIT_REV")
+    );
+    if cli.allocators.iter().any(|a| a == "cuda") {
+        // CUDA's device heap limit, as in the protocol (8 GiB by default).
+        // SAFETY: plain driver call on the current context.
+        let r = unsafe {
+            cust::sys::cuCtxSetLimit(
+                cust::sys::CUlimit::CU_LIMIT_MALLOC_HEAP_SIZE,
+                (cli.heap_gib << 30) as usize,
+            )
+        };
+        if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
+            eprintln!("warning: cuCtxSetLimit(MALLOC_HEAP_SIZE) failed: {r:?}");
+        }
+    }
+    let cmd = cli.cmd;
+    let mut b = Bench {
+        gpu,
+        cli,
+        points: Vec::new(),
+    };
+    let pow2 = |lo: u64, hi: u64| {
+        (lo.trailing_zeros()..=hi.trailing_zeros())
+            .map(|l| 1u64 << l)
+            .collect::<Vec<_>>()
+    };
+    let result = (|| -> Res<()> {
+        if matches!(cmd, Cmd::Single | Cmd::All) {
+            let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
+            b.sizes_test("single", list, false)?;
+        }
+        if matches!(cmd, Cmd::Mixed | Cmd::All) {
+            let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(64, 4096));
+            b.sizes_test("mixed", list, true)?;
+        }
+        if matches!(cmd, Cmd::Scaling | Cmd::All) {
+            b.scaling()?;
+        }
+        if matches!(cmd, Cmd::Init | Cmd::All) {
+            b.init()?;
+        }
+        Ok(())
+    })();
+    let name = match cmd {
+        Cmd::Single => "single",
+        Cmd::Mixed => "mixed",
+        Cmd::Scaling => "scaling",
+        Cmd::Init => "init",
+        Cmd::All => "all",
+    };
+    if let Err(e) = b.save(name) {
+        eprintln!("veballoc-bench: could not write results: {e}");
+    }
+    if let Err(e) = result {
+        eprintln!("veballoc-bench: {e}");
+        std::process::exit(1);
+    }
+}

@@ -26,7 +26,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NoGpu(why) => write!(f, "no usable CUDA GPU: {why}"),
-            Error::PtxLoad(e) => write!(f, "the CUDA driver could not load veballoc's PTX: {e} (driver too old for PTX ISA 7.0 / sm_80?)"),
+            Error::PtxLoad(e) => write!(f, "the CUDA driver could not load veballoc's PTX: {e:?} (driver too old for PTX ISA 7.0 / sm_80?)"),
             Error::HeapTooLarge { requested, available } => write!(
                 f,
                 "a heap of {} MiB does not fit: the GPU has {} MiB free (heap memory plus its metadata)",
@@ -36,7 +36,7 @@ impl fmt::Display for Error {
             Error::HeapTooSmall { requested, minimum } => {
                 write!(f, "a heap of {requested} bytes is smaller than one segment ({minimum} bytes)")
             }
-            Error::Cuda { call, err } => write!(f, "{call} failed: {err}"),
+            Error::Cuda { call, err } => write!(f, "{call} failed: {err:?}"),
             Error::Corrupt(e) => write!(f, "heap validation failed: {e:?}"),
         }
     }

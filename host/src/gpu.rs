@@ -41,9 +41,9 @@ pub struct Gpu {
 impl Gpu {
     /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU).
     pub fn new() -> Result<Gpu> {
-        cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e}")))?;
+        cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e:?}")))?;
         let device =
-            Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e}")))?;
+            Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
         let module = Module::from_ptx(PTX, &[]).map_err(Error::PtxLoad)?;
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;

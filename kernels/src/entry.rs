@@ -4,6 +4,7 @@
 use crate::arch;
 use crate::block::NUM_CLASSES;
 use crate::heap::DeviceHeap;
+use crate::mix;
 
 /// One thread per word of the segment tree (the rest of the zeroed metadata is ready as is).
 #[no_mangle]
@@ -134,14 +135,6 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
     }
 }
 
-/// A 64-bit mix (splitmix64's finaliser) for per-thread random sizes.
-#[inline(always)]
-pub fn mix(mut x: u64) -> u64 {
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// One churn round: each thread checks and frees what it held, then (with probability 3/4)
 /// allocates a random size in [1, max_size], fills it and keeps it. `last != 0`: free only.
 /// `errors` as in vb_verify.
@@ -242,5 +235,65 @@ pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, er
             // Relaxed: as above.
             e0.fetch_add_relaxed(bad);
         }
+    }
+}
+
+/// The bump-allocator floor: one atomic add per warp on one counter, no reuse, each lane
+/// gets `base + offset`. What a device allocator cannot beat.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn bump_malloc(
+    counter: *mut u64,
+    base: u64,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    let active = arch::activemask();
+    let leader = active.trailing_zeros();
+    let rank = (active & arch::lanemask_lt()).count_ones() as u64;
+    let mut off = 0;
+    if arch::lane_id() == leader {
+        // SAFETY: counter is a device word the host zeroed. Relaxed: a pure offset counter.
+        off = unsafe { &*(counter as *const crate::atomic::Atom64) }
+            .fetch_add_relaxed(active.count_ones() as u64 * size);
+    }
+    let off = arch::shfl_sync_u64(active, off, leader);
+    // SAFETY: ptrs holds n entries.
+    unsafe { *ptrs.add(i as usize) = base + off + rank * size };
+}
+
+extern "C" {
+    /// CUDA's device-side allocator, provided by the driver to PTX.
+    fn malloc(size: usize) -> *mut u8;
+    /// CUDA's device-side free.
+    fn free(ptr: *mut u8);
+}
+
+/// Baseline: CUDA's device malloc, `ptrs[i] = malloc(size or sizes[i])`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cuda_malloc(
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: arrays of n elements; malloc is the driver's.
+        unsafe { *ptrs.add(i as usize) = malloc(size_of_thread(size, sizes, i) as usize) as u64 };
+    }
+}
+
+/// Baseline: CUDA's device free.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn cuda_free(ptrs: *const u64, n: u64) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: pointers from cuda_malloc (or null).
+        unsafe { free(*ptrs.add(i as usize) as *mut u8) };
     }
 }

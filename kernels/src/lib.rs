@@ -50,3 +50,11 @@ pub use validate::{HeapError, Stats};
 fn panic(_: &core::panic::PanicInfo) -> ! {
     arch::trap()
 }
+
+/// A 64-bit mix (splitmix64's finaliser) for per-thread random sizes.
+#[inline(always)]
+pub fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}

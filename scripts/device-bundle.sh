@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds what a GPU machine without Rust needs into .devbin/ (git-ignored): the GPU test
+# binary, the benchmark harness and the PTX. Carry .devbin to the device and run
+# scripts/device-run.sh there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+mkdir -p .devbin
+exe=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import sys,json
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu": print(m["executable"])' | tail -n1)
+cp "$exe" .devbin/gpu-tests
+cargo build --release -p veballoc-bench
+cp target/release/veballoc-bench .devbin/
+cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.ptx
+strip .devbin/gpu-tests .devbin/veballoc-bench
+ls -la .devbin

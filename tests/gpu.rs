@@ -1,0 +1,305 @@
+//! GPU tests: they need a CUDA GPU and skip (pass, with a message) where there is none.
+//! On the device machine run them one at a time: `gpu-tests --test-threads=1`.
+
+use std::ffi::c_void;
+
+use cust::memory::{CopyDestination, DeviceBuffer};
+use veballoc::kernels::block::{slice_bytes, slice_class};
+use veballoc::{Gpu, Heap, SEGMENT_BYTES};
+
+const BLOCK: u32 = 256;
+const MILLION: u64 = 1 << 20;
+const HEAP_8G: u64 = 8 << 30;
+
+fn gpu() -> Option<Gpu> {
+    match Gpu::new() {
+        Ok(g) => {
+            eprintln!("GPU: {} (driver {})", g.name(), g.driver_version());
+            Some(g)
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: this test needs a CUDA GPU ({e})");
+            None
+        }
+    }
+}
+
+/// Kernel arguments: pointers to the values, which must outlive the launch call.
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { &[$(&$a as *const _ as *mut c_void),*] };
+}
+
+fn host<T: cust::memory::DeviceCopy + Default + Clone>(b: &DeviceBuffer<T>) -> Vec<T> {
+    let mut v = vec![T::default(); b.len()];
+    b.copy_to(&mut v[..]).unwrap();
+    v
+}
+
+/// The per-thread sizes of the mixed test, in [16, 4096].
+fn mixed_sizes(n: u64, seed: u64) -> Vec<u32> {
+    (0..n)
+        .map(|i| 16 + (veballoc::kernels::mix(seed ^ i) % (4096 - 16 + 1)) as u32)
+        .collect()
+}
+
+/// malloc on n threads, write, verify, check the pointers against each other and the stats,
+/// free, trim, and check that the heap is empty again.
+fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Option<&[u32]>) {
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let sizes_buf = sizes.map(|s| DeviceBuffer::from_slice(s).unwrap());
+    let sizes_ptr: u64 = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+    let (arg, p, e) = (
+        heap.arg(),
+        ptrs.as_device_ptr().as_raw(),
+        errs.as_device_ptr().as_raw(),
+    );
+    let tag = 7u64;
+    // SAFETY: argument lists match the kernels' signatures in kernels/src/entry.rs.
+    unsafe {
+        gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_ptr])
+            .unwrap();
+        gpu.launch("vb_write", n, BLOCK, args![p, n, size, sizes_ptr, tag])
+            .unwrap();
+        gpu.launch("vb_verify", n, BLOCK, args![p, n, size, sizes_ptr, tag, e])
+            .unwrap();
+    }
+    gpu.sync().unwrap();
+    let [bad, nulls, misaligned] = host(&errs)[..] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (bad, nulls, misaligned),
+        (0, 0, 0),
+        "size {size}: bad words, nulls, misaligned"
+    );
+    // No two live allocations overlap, and the metadata accounts for exactly them.
+    let hp = host(&ptrs);
+    let usable = |i: usize| -> u64 {
+        let s = sizes.map_or(size, |s| s[i] as u64);
+        slice_bytes(slice_class(s))
+    };
+    let mut order: Vec<usize> = (0..n as usize).collect();
+    order.sort_by_key(|&i| hp[i]);
+    for w in order.windows(2) {
+        assert!(
+            hp[w[0]] + usable(w[0]) <= hp[w[1]],
+            "size {size}: allocations overlap"
+        );
+    }
+    let live: u64 = (0..n as usize).map(usable).sum();
+    let stats = heap.stats().unwrap();
+    assert_eq!(stats.bytes_in_use, live, "size {size}: stats vs live bytes");
+    let range = hp[*order.last().unwrap()] + usable(*order.last().unwrap()) - hp[order[0]];
+    println!(
+        "size {:>5}: {} allocations ok, {} MiB live, address range {:.3}x live, {} segments used",
+        if sizes.is_some() {
+            "mixed".to_string()
+        } else {
+            size.to_string()
+        },
+        n,
+        live >> 20,
+        range as f64 / live as f64,
+        stats.segments_in_use()
+    );
+    // SAFETY: as above.
+    unsafe { gpu.launch("vb_free", n, BLOCK, args![arg, p, n]).unwrap() };
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    assert_eq!(
+        s.free_segments,
+        heap.handle().layout.num_segments as u64,
+        "{s:?}"
+    );
+    assert_eq!(s.invalid_frees, 0);
+}
+
+#[test]
+fn gpu_every_size_and_mixed_1m_threads() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    for c in 0..9 {
+        alloc_write_verify_free(&gpu, &heap, MILLION, slice_bytes(c), None);
+    }
+    for seed in 0..3 {
+        alloc_write_verify_free(&gpu, &heap, MILLION, 0, Some(&mixed_sizes(MILLION, seed)));
+    }
+    heap.destroy().unwrap();
+}
+
+#[test]
+fn gpu_churn_100_rounds_mixed_sizes() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let n = 1u64 << 18;
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let (arg, p, sz, e) = (
+        heap.arg(),
+        ptrs.as_device_ptr().as_raw(),
+        sizes.as_device_ptr().as_raw(),
+        errs.as_device_ptr().as_raw(),
+    );
+    // Sizes up to 8 KiB: slices of every class and whole 64 KiB blocks.
+    let (seed, max_size) = (42u64, 8192u64);
+    for round in 0..=100u64 {
+        let last = (round == 100) as u32;
+        // SAFETY: matches vb_churn's signature.
+        unsafe {
+            gpu.launch(
+                "vb_churn",
+                n,
+                BLOCK,
+                args![arg, p, sz, n, seed, round, max_size, last, e],
+            )
+            .unwrap()
+        };
+        if round % 25 == 0 {
+            let s = heap.stats().unwrap();
+            println!(
+                "churn round {round}: {} MiB in use, {} segments in use",
+                s.bytes_in_use >> 20,
+                s.segments_in_use()
+            );
+        }
+    }
+    gpu.sync().unwrap();
+    let [bad, nulls, _] = host(&errs)[..] else {
+        unreachable!()
+    };
+    assert_eq!((bad, nulls), (0, 0), "corrupted words, failed allocations");
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    assert_eq!(
+        s.free_segments,
+        heap.handle().layout.num_segments as u64,
+        "{s:?}"
+    );
+    heap.destroy().unwrap();
+}
+
+/// Fill a small heap past full: nulls come back (no hang), exactly the heap's capacity is
+/// handed out, and after freeing everything the same again.
+#[test]
+fn gpu_out_of_memory_then_recover() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, 512 << 20).unwrap();
+    for (size, threads) in [
+        (4096u64, 200_000u64),
+        (1 << 20, 1000),
+        (64 << 20, 40),
+        (16, 3 << 20),
+    ] {
+        for attempt in 0..2 {
+            let ptrs = veballoc::zeroed_u64s(threads as usize).unwrap();
+            let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
+            let t0 = std::time::Instant::now();
+            // SAFETY: matches vb_malloc's signature.
+            unsafe {
+                gpu.launch(
+                    "vb_malloc",
+                    threads,
+                    BLOCK,
+                    args![arg, p, threads, size, zero],
+                )
+                .unwrap()
+            };
+            gpu.sync().unwrap();
+            let ms = t0.elapsed().as_secs_f64() * 1e3;
+            let got = host(&ptrs).iter().filter(|&&x| x != 0).count() as u64;
+            let usable = if size <= 4096 {
+                slice_bytes(slice_class(size))
+            } else {
+                size
+            };
+            println!("oom: size {size}, attempt {attempt}: {got} of {threads} served ({:.1}% of the heap) in {ms:.1} ms", 100.0 * (got * usable) as f64 / heap.capacity() as f64);
+            let cap = heap.capacity() / usable;
+            if size == 16 {
+                // Partly used current blocks on each multiprocessor may hold some back.
+                assert!(got >= cap * 9 / 10 && got <= cap, "{got} of {cap}");
+            } else {
+                assert_eq!(
+                    got,
+                    cap.min(threads),
+                    "size {size}: the whole heap is handed out"
+                );
+            }
+            assert!(heap.stats().unwrap().out_of_memory > 0 || got == threads);
+            // SAFETY: matches vb_free's signature.
+            unsafe {
+                gpu.launch("vb_free", threads, BLOCK, args![arg, p, threads])
+                    .unwrap()
+            };
+            heap.trim().unwrap();
+            let s = heap.stats().unwrap();
+            assert_eq!(
+                (s.bytes_in_use, s.free_segments),
+                (0, heap.handle().layout.num_segments as u64),
+                "{s:?}"
+            );
+        }
+    }
+    heap.destroy().unwrap();
+}
+
+#[test]
+fn gpu_calloc_realloc() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, 1 << 30).unwrap();
+    let n = 1u64 << 16;
+    let errs = veballoc::zeroed_u64s(2).unwrap();
+    let (arg, e) = (heap.arg(), errs.as_device_ptr().as_raw());
+    // SAFETY: matches vb_calloc_realloc's signature.
+    unsafe {
+        gpu.launch("vb_calloc_realloc", n, BLOCK, args![arg, n, e])
+            .unwrap()
+    };
+    gpu.sync().unwrap();
+    assert_eq!(host(&errs), vec![0, 0], "wrong contents, nulls");
+    heap.trim().unwrap();
+    assert_eq!(heap.stats().unwrap().bytes_in_use, 0);
+}
+
+#[test]
+fn gpu_large_runs_nearly_whole_heap() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, 1 << 30).unwrap();
+    let ptrs = veballoc::zeroed_u64s(1).unwrap();
+    let (arg, p, one, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 0u64);
+    let size = heap.capacity() - SEGMENT_BYTES;
+    // SAFETY: matches vb_malloc / vb_write / vb_free signatures.
+    unsafe {
+        gpu.launch("vb_malloc", 1, 1, args![arg, p, one, size, zero])
+            .unwrap()
+    };
+    gpu.sync().unwrap();
+    assert_ne!(host(&ptrs)[0], 0, "a run of all segments but one");
+    assert_eq!(
+        heap.stats().unwrap().large_segments,
+        heap.capacity() / SEGMENT_BYTES - 1
+    );
+    // SAFETY: as above.
+    unsafe { gpu.launch("vb_free", 1, 1, args![arg, p, one]).unwrap() };
+    assert_eq!(
+        heap.stats().unwrap().free_segments,
+        heap.capacity() / SEGMENT_BYTES
+    );
+}
+
+#[test]
+fn heap_errors_are_clear() {
+    let Some(gpu) = gpu() else { return };
+    let too_big = gpu.total_memory() * 2;
+    let e = Heap::new(&gpu, too_big)
+        .err()
+        .expect("a heap twice the card must fail");
+    assert!(matches!(e, veballoc::Error::HeapTooLarge { .. }), "{e}");
+    assert!(matches!(
+        Heap::new(&gpu, 1 << 20).err(),
+        Some(veballoc::Error::HeapTooSmall { .. })
+    ));
+}
