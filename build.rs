@@ -18,12 +18,7 @@ const PTX_TARGET_CPU: &str = "sm_80";
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for p in [
-        "kernels/src",
-        "kernels/Cargo.toml",
-        "scripts/nvptx-link.sh",
-        "rust-toolchain.toml",
-    ] {
+    for p in ["kernels/src", "kernels/Cargo.toml", "scripts/nvptx-link.sh", "rust-toolchain.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=VEBALLOC_PTX");
@@ -36,22 +31,13 @@ fn main() {
 
     let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
     let sysroot = String::from_utf8(
-        Command::new(&rustc)
-            .args(["--print", "sysroot"])
-            .output()
-            .expect("run rustc --print sysroot")
-            .stdout,
+        Command::new(&rustc).args(["--print", "sysroot"]).output().expect("run rustc --print sysroot").stdout,
     )
     .unwrap();
     let host = env::var("HOST").unwrap();
-    let llvm_bin = Path::new(sysroot.trim())
-        .join("lib/rustlib")
-        .join(&host)
-        .join("bin");
+    let llvm_bin = Path::new(sysroot.trim()).join("lib/rustlib").join(&host).join("bin");
     if !llvm_bin.join("llvm-link").exists()
-        || !Path::new(sysroot.trim())
-            .join("lib/rustlib/src/rust/library/core")
-            .exists()
+        || !Path::new(sysroot.trim()).join("lib/rustlib/src/rust/library/core").exists()
     {
         panic!(
             "\n\nveballoc: building the PTX needs the pinned nightly's `rust-src` and `llvm-tools` components\n\
@@ -62,22 +48,12 @@ fn main() {
 
     let linker = root.join("scripts/nvptx-link.sh");
     let target_dir = root.join("target/ptx");
-    let flags = [
-        format!("-Ctarget-cpu={PTX_TARGET_CPU}"),
-        format!("-Clinker={}", linker.display()),
-    ]
-    .join("\x1f");
+    let flags =
+        [format!("-Ctarget-cpu={PTX_TARGET_CPU}"), format!("-Clinker={}", linker.display())].join("\x1f");
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root.join("kernels"))
-        .args([
-            "rustc",
-            "--release",
-            "--lib",
-            "--crate-type",
-            "cdylib",
-            "-Zbuild-std=core",
-        ])
+        .args(["rustc", "--release", "--lib", "--crate-type", "cdylib", "-Zbuild-std=core"])
         .args(["--target", "nvptx64-nvidia-cuda"])
         .arg("--target-dir")
         .arg(&target_dir)
@@ -99,10 +75,7 @@ fn main() {
         cmd.env_remove(v);
     }
     for (k, _) in env::vars() {
-        if k.starts_with("CARGO_PROFILE_")
-            || k.starts_with("CARGO_CFG_")
-            || k.starts_with("CARGO_FEATURE_")
-        {
+        if k.starts_with("CARGO_PROFILE_") || k.starts_with("CARGO_CFG_") || k.starts_with("CARGO_FEATURE_") {
             cmd.env_remove(k);
         }
     }
@@ -111,6 +84,5 @@ fn main() {
         panic!("veballoc: the PTX build of kernels/ failed (see the output above)");
     }
     let ptx = target_dir.join("nvptx64-nvidia-cuda/release/veballoc_kernels.ptx");
-    std::fs::copy(&ptx, out.join("veballoc.ptx"))
-        .unwrap_or_else(|e| panic!("copy {}: {e}", ptx.display()));
+    std::fs::copy(&ptx, out.join("veballoc.ptx")).unwrap_or_else(|e| panic!("copy {}: {e}", ptx.display()));
 }

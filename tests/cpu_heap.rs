@@ -18,9 +18,7 @@ const SHARDS: u32 = 16;
 fn fill(p: *mut u8, size: u64, tag: u64) {
     for (off, len) in spans(size) {
         // SAFETY: p holds `size` bytes handed out by the heap.
-        let s = unsafe {
-            std::slice::from_raw_parts_mut(p.add(off as usize) as *mut u64, len as usize / 8)
-        };
+        let s = unsafe { std::slice::from_raw_parts_mut(p.add(off as usize) as *mut u64, len as usize / 8) };
         for (i, w) in s.iter_mut().enumerate() {
             *w = tag ^ (off / 8 + i as u64);
         }
@@ -30,15 +28,9 @@ fn fill(p: *mut u8, size: u64, tag: u64) {
 fn check(p: *mut u8, size: u64, tag: u64) {
     for (off, len) in spans(size) {
         // SAFETY: as in fill.
-        let s = unsafe {
-            std::slice::from_raw_parts(p.add(off as usize) as *const u64, len as usize / 8)
-        };
+        let s = unsafe { std::slice::from_raw_parts(p.add(off as usize) as *const u64, len as usize / 8) };
         for (i, w) in s.iter().enumerate() {
-            assert_eq!(
-                *w,
-                tag ^ (off / 8 + i as u64),
-                "allocation {p:?} (size {size}) was overwritten"
-            );
+            assert_eq!(*w, tag ^ (off / 8 + i as u64), "allocation {p:?} (size {size}) was overwritten");
         }
     }
 }
@@ -67,10 +59,7 @@ fn assert_empty(h: &DeviceHeap) {
     let s = h.validate().expect("heap consistent");
     assert_eq!(s.bytes_in_use, 0, "{s:?}");
     assert_eq!(s.blocks_in_use(), 0, "{s:?}");
-    assert_eq!(
-        s.free_segments, h.layout.num_segments as u64,
-        "every segment back in the tree: {s:?}"
-    );
+    assert_eq!(s.free_segments, h.layout().num_segments as u64, "every segment back in the tree: {s:?}");
     assert_eq!(s.invalid_frees, 0);
 }
 
@@ -168,20 +157,11 @@ fn phases_never_overlap_and_stats_match() {
             all.sort();
             for pair in all.windows(2) {
                 let (a, b) = (pair[0], pair[1]);
-                assert!(
-                    a.0 + h.usable_size(a.0 as *const u8) <= b.0,
-                    "phase {phase}: {a:?} overlaps {b:?}"
-                );
+                assert!(a.0 + h.usable_size(a.0 as *const u8) <= b.0, "phase {phase}: {a:?} overlaps {b:?}");
             }
-            let expect: u64 = all
-                .iter()
-                .map(|&(p, _)| h.usable_size(p as *const u8))
-                .sum();
+            let expect: u64 = all.iter().map(|&(p, _)| h.usable_size(p as *const u8)).sum();
             let s = h.validate().expect("heap consistent at a quiescent point");
-            assert_eq!(
-                s.bytes_in_use, expect,
-                "phase {phase}: stats disagree with the live set"
-            );
+            assert_eq!(s.bytes_in_use, expect, "phase {phase}: stats disagree with the live set");
             barrier.wait();
         }
     });
@@ -197,11 +177,7 @@ fn warp_groups_take_consecutive_slices() {
         let size = slice_bytes(c);
         let ps = cpu.warp_malloc(&[size; 32]);
         for w in ps.windows(2) {
-            assert_eq!(
-                w[1] as u64 - w[0] as u64,
-                size,
-                "one group, one atomic: adjacent slices"
-            );
+            assert_eq!(w[1] as u64 - w[0] as u64, size, "one group, one atomic: adjacent slices");
         }
         for p in ps {
             h.free(p);
@@ -254,11 +230,7 @@ fn out_of_memory_returns_null_then_recovers() {
             assert!(ps.len() < 1 << 20, "no null from a full heap");
         }
         let usable = h.usable_size(ps[0]);
-        assert_eq!(
-            ps.len() as u64 * usable,
-            h.capacity(),
-            "size {size}: all of the heap was handed out"
-        );
+        assert_eq!(ps.len() as u64 * usable, h.capacity(), "size {size}: all of the heap was handed out");
         assert!(h.malloc(16).is_null(), "full heap still serves");
         assert!(h.counter(counter::OUT_OF_MEMORY).load_acquire() > 0);
         for p in ps.drain(..) {
@@ -279,10 +251,7 @@ fn large_runs_up_to_nearly_the_whole_heap() {
     let a = h.malloc(7 * SEGMENT_BYTES - 5);
     assert!(!a.is_null());
     assert_eq!(h.usable_size(a), 7 * SEGMENT_BYTES);
-    assert!(
-        h.malloc(2 * SEGMENT_BYTES).is_null(),
-        "only one segment left"
-    );
+    assert!(h.malloc(2 * SEGMENT_BYTES).is_null(), "only one segment left");
     let b = h.malloc(SEGMENT_BYTES); // a whole class-8 block = the last segment
     assert!(!b.is_null());
     fill(a, 7 * SEGMENT_BYTES, 1);
@@ -313,9 +282,7 @@ fn calloc_and_realloc() {
     for _ in 0..100 {
         let p = h.calloc(32, 8);
         // SAFETY: 256 zeroed bytes.
-        assert!(unsafe { std::slice::from_raw_parts(p, 256) }
-            .iter()
-            .all(|&b| b == 0));
+        assert!(unsafe { std::slice::from_raw_parts(p, 256) }.iter().all(|&b| b == 0));
         h.free(p);
     }
     assert!(h.calloc(u64::MAX, 2).is_null(), "overflow is null");

@@ -20,19 +20,13 @@ const KERNELS: [&str; 11] = [
 #[test]
 fn ptx_has_every_kernel() {
     for k in KERNELS {
-        assert!(
-            veballoc::PTX.contains(&format!(".visible .entry {k}(")),
-            "kernel {k} missing from the PTX"
-        );
+        assert!(veballoc::PTX.contains(&format!(".visible .entry {k}(")), "kernel {k} missing from the PTX");
     }
     assert!(veballoc::PTX.contains(".target sm_80"));
     // Whole-program link: no declaration without a body (an unresolved call into core).
     // Only CUDA's own device malloc/free (the baselines) come from the driver.
     let driver_provided = |l: &str| l.ends_with(" malloc") || l.ends_with(" free");
-    for line in veballoc::PTX
-        .lines()
-        .filter(|l| l.starts_with(".extern") && !driver_provided(l.trim_end()))
-    {
+    for line in veballoc::PTX.lines().filter(|l| l.starts_with(".extern") && !driver_provided(l.trim_end())) {
         panic!("unresolved symbol in PTX: {line}");
     }
 }
@@ -51,17 +45,10 @@ fn ptx_assembles_for_sm90() {
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
     std::fs::write(&ptx, veballoc::PTX).unwrap();
-    match Command::new("ptxas")
-        .args(["-arch=sm_90", "-o"])
-        .arg(dir.join("k.cubin"))
-        .arg(&ptx)
-        .output()
-    {
-        Ok(out) => assert!(
-            out.status.success(),
-            "ptxas rejected the PTX:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ),
+    match Command::new("ptxas").args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output() {
+        Ok(out) => {
+            assert!(out.status.success(), "ptxas rejected the PTX:\n{}", String::from_utf8_lossy(&out.stderr))
+        }
         Err(e) => eprintln!("skipping: ptxas not found ({e}); scripts/setup.sh installs it"),
     }
     std::fs::remove_dir_all(&dir).ok();

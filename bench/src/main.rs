@@ -27,11 +27,8 @@ const GALLATIN_H100: [(u64, f64, f64); 9] = [
     (4096, 3.754, 0.031),
 ];
 /// Gallatin's published mixed-size means on an H100: (max size, alloc ms, free ms).
-const GALLATIN_MIXED_H100: [(u64, f64, f64); 3] = [
-    (64, 0.292, 0.042),
-    (512, 1.106, 0.051),
-    (4096, 1.996, 0.056),
-];
+const GALLATIN_MIXED_H100: [(u64, f64, f64); 3] =
+    [(64, 0.292, 0.042), (512, 1.106, 0.051), (4096, 1.996, 0.056)];
 
 #[derive(Parser)]
 #[command(
@@ -98,14 +95,7 @@ struct Point {
 }
 
 impl Point {
-    fn new(
-        test: &str,
-        allocator: &str,
-        phase: &str,
-        size: u64,
-        threads: u64,
-        samples: Vec<f64>,
-    ) -> Point {
+    fn new(test: &str, allocator: &str, phase: &str, size: u64, threads: u64, samples: Vec<f64>) -> Point {
         let n = samples.len().max(1) as f64;
         let mean = samples.iter().sum::<f64>() / n;
         let std = (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
@@ -171,11 +161,9 @@ impl Sizes {
     fn per_thread(self, n: u64) -> Option<Vec<u32>> {
         match self {
             Sizes::Fixed(_) => None,
-            Sizes::Mixed(max) => Some(
-                (0..n)
-                    .map(|i| 16 + (veballoc::kernels::mix(0xbe9c ^ i) % (max - 15)) as u32)
-                    .collect(),
-            ),
+            Sizes::Mixed(max) => {
+                Some((0..n).map(|i| 16 + (veballoc::kernels::mix(0xbe9c ^ i) % (max - 15)) as u32).collect())
+            }
         }
     }
     fn fixed(self) -> u64 {
@@ -193,10 +181,7 @@ impl Sizes {
 
 impl Bench {
     fn timed(&self, f: impl FnOnce() -> Res<()>) -> Res<f64> {
-        let (a, b) = (
-            Event::new(EventFlags::DEFAULT)?,
-            Event::new(EventFlags::DEFAULT)?,
-        );
+        let (a, b) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
         a.record(self.gpu.stream())?;
         f()?;
         b.record(self.gpu.stream())?;
@@ -210,14 +195,8 @@ impl Bench {
         let (e, size, tag) = (errs.as_device_ptr().as_raw(), sizes.fixed(), 3u64);
         // SAFETY: argument lists match vb_write / vb_verify.
         unsafe {
-            self.gpu
-                .launch("vb_write", n, BLOCK, args![ptrs, n, size, sizes_dev, tag])?;
-            self.gpu.launch(
-                "vb_verify",
-                n,
-                BLOCK,
-                args![ptrs, n, size, sizes_dev, tag, e],
-            )?;
+            self.gpu.launch("vb_write", n, BLOCK, args![ptrs, n, size, sizes_dev, tag])?;
+            self.gpu.launch("vb_verify", n, BLOCK, args![ptrs, n, size, sizes_dev, tag, e])?;
         }
         self.gpu.sync()?;
         let mut h = [0u64; 3];
@@ -241,10 +220,7 @@ impl Bench {
         verify: bool,
     ) -> Res<(f64, f64)> {
         let per = sizes.per_thread(n);
-        let sizes_buf = per
-            .as_ref()
-            .map(|s| DeviceBuffer::from_slice(s))
-            .transpose()?;
+        let sizes_buf = per.as_ref().map(|s| DeviceBuffer::from_slice(s)).transpose()?;
         let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
         let ptrs = veballoc::zeroed_u64s(n as usize)?;
         let p = ptrs.as_device_ptr().as_raw();
@@ -254,18 +230,13 @@ impl Bench {
             let (arg, size) = (heap.arg(), sizes.fixed());
             // SAFETY: matches vb_malloc.
             ta.push(self.timed(|| {
-                Ok(unsafe {
-                    self.gpu
-                        .launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])?
-                })
+                Ok(unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])? })
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
             }
             // SAFETY: matches vb_free.
-            tf.push(self.timed(|| {
-                Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? })
-            })?);
+            tf.push(self.timed(|| Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? }))?);
             heap.destroy()?;
         }
         self.record(test, "veballoc", sizes.label(), n, ta, tf)
@@ -287,19 +258,13 @@ impl Bench {
         };
         let ptrs = veballoc::zeroed_u64s(n as usize)?;
         let mut counter = veballoc::zeroed_u64s(1)?;
-        let (p, c) = (
-            ptrs.as_device_ptr().as_raw(),
-            counter.as_device_ptr().as_raw(),
-        );
+        let (p, c) = (ptrs.as_device_ptr().as_raw(), counter.as_device_ptr().as_raw());
         let mut ta = Vec::new();
         for _ in 0..iters {
             counter.copy_from(&[0u64][..])?;
             // SAFETY: matches bump_malloc.
             ta.push(self.timed(|| {
-                Ok(unsafe {
-                    self.gpu
-                        .launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])?
-                })
+                Ok(unsafe { self.gpu.launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])? })
             })?);
             if verify && n * size <= self.cli.heap_gib << 30 {
                 self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
@@ -308,19 +273,9 @@ impl Bench {
         self.record(test, "bump", sizes.label(), n, ta, Vec::new())
     }
 
-    fn run_cuda(
-        &mut self,
-        test: &str,
-        sizes: Sizes,
-        n: u64,
-        iters: u32,
-        verify: bool,
-    ) -> Res<(f64, f64)> {
+    fn run_cuda(&mut self, test: &str, sizes: Sizes, n: u64, iters: u32, verify: bool) -> Res<(f64, f64)> {
         let per = sizes.per_thread(n);
-        let sizes_buf = per
-            .as_ref()
-            .map(|s| DeviceBuffer::from_slice(s))
-            .transpose()?;
+        let sizes_buf = per.as_ref().map(|s| DeviceBuffer::from_slice(s)).transpose()?;
         let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
         let ptrs = veballoc::zeroed_u64s(n as usize)?;
         let p = ptrs.as_device_ptr().as_raw();
@@ -329,17 +284,12 @@ impl Bench {
             let size = sizes.fixed();
             // SAFETY: matches cuda_malloc / cuda_free.
             ta.push(self.timed(|| {
-                Ok(unsafe {
-                    self.gpu
-                        .launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])?
-                })
+                Ok(unsafe { self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])? })
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "cuda malloc")?;
             }
-            tf.push(
-                self.timed(|| Ok(unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? }))?,
-            );
+            tf.push(self.timed(|| Ok(unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? }))?);
         }
         self.record(test, "cuda", sizes.label(), n, ta, tf)
     }
@@ -371,10 +321,7 @@ impl Bench {
         let n = self.cli.threads;
         let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
         let base = arena.as_device_ptr().as_raw();
-        println!(
-            "\n{test}: {n} threads, {} iterations, {} GiB heap",
-            self.cli.iters, self.cli.heap_gib
-        );
+        println!("\n{test}: {n} threads, {} iterations, {} GiB heap", self.cli.iters, self.cli.heap_gib);
         println!(
             "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
             "size",
@@ -388,11 +335,7 @@ impl Bench {
             "vs Gal. f"
         );
         for s in list {
-            let sizes = if mixed {
-                Sizes::Mixed(s)
-            } else {
-                Sizes::Fixed(s)
-            };
+            let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
             eprint!("  [{test} {s}] ...\r");
             let vb = if self.wants("veballoc") {
                 Some(self.run_veballoc(test, sizes, n, self.cli.iters, true)?)
@@ -421,11 +364,7 @@ impl Bench {
             };
             println!(
                 "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
-                if mixed {
-                    format!("≤{s}")
-                } else {
-                    s.to_string()
-                },
+                if mixed { format!("≤{s}") } else { s.to_string() },
                 f(vb.map(|v| v.0)),
                 f(vb.map(|v| v.1)),
                 f(bump),
@@ -444,31 +383,15 @@ impl Bench {
         let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
         let base = arena.as_device_ptr().as_raw();
         println!("\nscaling: {} iterations", self.cli.iters);
-        println!(
-            "{:>6} {:>9} | {:>10} {:>10} | {:>9}",
-            "size", "threads", "vb alloc", "vb free", "bump"
-        );
+        println!("{:>6} {:>9} | {:>10} {:>10} | {:>9}", "size", "threads", "vb alloc", "vb free", "bump");
         for size in [16u64, 64, 512, 8192] {
             let max_log = if size == 8192 { 18 } else { 20 };
             for l in 0..=max_log {
                 let n = 1u64 << l;
                 eprint!("  [scaling {size} B, 2^{l}] ...\r");
-                let vb =
-                    self.run_veballoc("scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
-                let bump = self
-                    .run_bump(
-                        "scaling",
-                        Sizes::Fixed(size),
-                        n,
-                        self.cli.iters,
-                        base,
-                        false,
-                    )?
-                    .0;
-                println!(
-                    "{size:>6} {n:>9} | {:>10.4} {:>10.4} | {bump:>9.4}",
-                    vb.0, vb.1
-                );
+                let vb = self.run_veballoc("scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
+                let bump = self.run_bump("scaling", Sizes::Fixed(size), n, self.cli.iters, base, false)?.0;
+                println!("{size:>6} {n:>9} | {:>10.4} {:>10.4} | {bump:>9.4}", vb.0, vb.1);
             }
         }
         Ok(())
@@ -513,15 +436,8 @@ impl Bench {
 
 fn write_csv(path: &Path, r: &Report) -> Res<()> {
     let mut f = std::fs::File::create(path)?;
-    writeln!(
-        f,
-        "# gpu={} driver={} date={} rev={}",
-        r.gpu, r.driver, r.date_utc, r.git_rev
-    )?;
-    writeln!(
-        f,
-        "test,allocator,phase,size,threads,iters,mean_ms,std_ms,min_ms,max_ms,median_ms"
-    )?;
+    writeln!(f, "# gpu={} driver={} date={} rev={}", r.gpu, r.driver, r.date_utc, r.git_rev)?;
+    writeln!(f, "test,allocator,phase,size,threads,iters,mean_ms,std_ms,min_ms,max_ms,median_ms")?;
     for p in r.points {
         writeln!(
             f,
@@ -544,10 +460,8 @@ fn write_csv(path: &Path, r: &Report) -> Res<()> {
 
 /// Now, as an ISO-8601 UTC timestamp.
 fn date_utc() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let (days, rem) = (secs / 86400, secs % 86400);
     // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
     let z = days as i64 + 719_468;
@@ -559,12 +473,7 @@ fn date_utc() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + (m <= 2) as i64;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 fn main() {
@@ -598,16 +507,9 @@ fn main() {
         }
     }
     let cmd = cli.cmd;
-    let mut b = Bench {
-        gpu,
-        cli,
-        points: Vec::new(),
-    };
-    let pow2 = |lo: u64, hi: u64| {
-        (lo.trailing_zeros()..=hi.trailing_zeros())
-            .map(|l| 1u64 << l)
-            .collect::<Vec<_>>()
-    };
+    let mut b = Bench { gpu, cli, points: Vec::new() };
+    let pow2 =
+        |lo: u64, hi: u64| (lo.trailing_zeros()..=hi.trailing_zeros()).map(|l| 1u64 << l).collect::<Vec<_>>();
     let result = (|| -> Res<()> {
         if matches!(cmd, Cmd::Single | Cmd::All) {
             let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));

@@ -42,8 +42,7 @@ impl Gpu {
     /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU).
     pub fn new() -> Result<Gpu> {
         cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e:?}")))?;
-        let device =
-            Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
+        let device = Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
         let module = Module::from_ptx(PTX, &[]).map_err(Error::PtxLoad)?;
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;
@@ -105,33 +104,16 @@ impl Gpu {
     ///
     /// # Safety
     /// `args` must point to values whose types and order match the kernel's parameters.
-    pub unsafe fn launch(
-        &self,
-        kernel: &str,
-        threads: u64,
-        block: u32,
-        args: &[*mut c_void],
-    ) -> Result<()> {
-        let f = self
-            .inner
-            .module
-            .get_function(kernel)
-            .during("cuModuleGetFunction")?;
+    pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
+        let f = self.inner.module.get_function(kernel).during("cuModuleGetFunction")?;
         let grid = threads.div_ceil(block as u64).max(1) as u32;
         // SAFETY: the caller vouches for the arguments.
-        unsafe {
-            self.inner
-                .stream
-                .launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args)
-        }
-        .during("cuLaunchKernel")
+        unsafe { self.inner.stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args) }
+            .during("cuLaunchKernel")
     }
 
     /// Waits for all work on the stream; reports errors of kernels that ran on it.
     pub fn sync(&self) -> Result<()> {
-        self.inner
-            .stream
-            .synchronize()
-            .during("cuStreamSynchronize (a kernel failed)")
+        self.inner.stream.synchronize().during("cuStreamSynchronize (a kernel failed)")
     }
 }

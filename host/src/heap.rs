@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use cust::memory::{DeviceBuffer, DeviceCopy};
+use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
 use veballoc_kernels::heap::{DeviceHeap, HeapLayout, DEFAULT_SHARDS};
 use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
@@ -39,6 +39,7 @@ pub struct Heap {
     mem: Option<DeviceBuffer<u8>>,
     meta: Option<DeviceBuffer<u64>>,
     handle: DeviceHeap,
+    layout: HeapLayout,
 }
 
 impl Heap {
@@ -50,37 +51,25 @@ impl Heap {
     /// As [`Heap::new`], with `shards` current-block slots per size class.
     pub fn with_shards(gpu: &Gpu, bytes: u64, shards: u32) -> Result<Heap> {
         if bytes < SEGMENT_BYTES {
-            return Err(Error::HeapTooSmall {
-                requested: bytes,
-                minimum: SEGMENT_BYTES,
-            });
+            return Err(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES });
         }
         let segments = HeapLayout::segments_for_bytes(bytes);
         let layout = HeapLayout::new(segments, shards.max(1));
         let capacity = (segments as u64) * SEGMENT_BYTES;
         let available = gpu.free_memory()?;
         if capacity + layout.meta_bytes > available {
-            return Err(Error::HeapTooLarge {
-                requested: capacity + layout.meta_bytes,
-                available,
-            });
+            return Err(Error::HeapTooLarge { requested: capacity + layout.meta_bytes, available });
         }
         // SAFETY: the segment memory needs no initial contents.
-        let mem = unsafe { DeviceBuffer::<u8>::uninitialized(capacity as usize) }
-            .during("cuMemAlloc (heap)")?;
-        let meta = DeviceBuffer::<u64>::zeroed((layout.meta_bytes / 8) as usize)
-            .during("cuMemAlloc (metadata)")?;
-        let handle = DeviceHeap {
-            mem: mem.as_device_ptr().as_raw(),
-            meta: meta.as_device_ptr().as_raw(),
-            layout,
-        };
-        let heap = Heap {
-            gpu: gpu.clone(),
-            mem: Some(mem),
-            meta: Some(meta),
-            handle,
-        };
+        let mem =
+            unsafe { DeviceBuffer::<u8>::uninitialized(capacity as usize) }.during("cuMemAlloc (heap)")?;
+        let meta =
+            DeviceBuffer::<u64>::zeroed((layout.meta_bytes / 8) as usize).during("cuMemAlloc (metadata)")?;
+        let handle = DeviceHeap { mem: mem.as_device_ptr().as_raw(), meta: meta.as_device_ptr().as_raw() };
+        let header = layout.header_words();
+        let mut first = meta.index(..header.len());
+        first.copy_from(&header[..]).during("cuMemcpyHtoD (layout header)")?;
+        let heap = Heap { gpu: gpu.clone(), mem: Some(mem), meta: Some(meta), handle, layout };
         let mut arg = heap.arg();
         // SAFETY: veballoc_init takes one DeviceHeap.
         unsafe {
@@ -105,9 +94,14 @@ impl Heap {
         HeapArg(self.handle)
     }
 
+    /// Where the heap's metadata parts live.
+    pub fn layout(&self) -> &HeapLayout {
+        &self.layout
+    }
+
     /// Bytes of segment memory the heap manages.
     pub fn capacity(&self) -> u64 {
-        self.handle.capacity()
+        (self.layout.num_segments as u64) * SEGMENT_BYTES
     }
 
     /// The GPU the heap lives on.
@@ -119,15 +113,10 @@ impl Heap {
     /// go back to their trees (run between phases; allocation may continue afterwards).
     pub fn trim(&self) -> Result<()> {
         let mut arg = self.arg();
-        let slots = veballoc_kernels::block::NUM_CLASSES as u64 * self.handle.layout.shards as u64;
+        let slots = veballoc_kernels::block::NUM_CLASSES as u64 * self.layout.shards as u64;
         // SAFETY: veballoc_trim takes one DeviceHeap.
         unsafe {
-            self.gpu.launch(
-                "veballoc_trim",
-                slots,
-                MAINT_BLOCK,
-                &[&mut arg as *mut _ as *mut c_void],
-            )?
+            self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, &[&mut arg as *mut _ as *mut c_void])?
         };
         self.gpu.sync()
     }
@@ -138,12 +127,8 @@ impl Heap {
         self.gpu.sync()?;
         let meta = self.meta.as_ref().expect("live heap");
         let mut host = vec![0u64; meta.len()];
-        cust::memory::CopyDestination::copy_to(&**meta, &mut host[..])
-            .during("cuMemcpyDtoH (metadata)")?;
-        let view = DeviceHeap {
-            meta: host.as_ptr() as u64,
-            ..self.handle
-        };
+        cust::memory::CopyDestination::copy_to(&**meta, &mut host[..]).during("cuMemcpyDtoH (metadata)")?;
+        let view = DeviceHeap { meta: host.as_ptr() as u64, ..self.handle };
         view.validate().map_err(Error::Corrupt)
     }
 
@@ -151,16 +136,10 @@ impl Heap {
     pub fn destroy(mut self) -> Result<()> {
         self.gpu.sync()?;
         if let Some(m) = self.mem.take() {
-            DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda {
-                call: "cuMemFree (heap)",
-                err,
-            })?;
+            DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?;
         }
         if let Some(m) = self.meta.take() {
-            DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda {
-                call: "cuMemFree (metadata)",
-                err,
-            })?;
+            DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (metadata)", err })?;
         }
         Ok(())
     }

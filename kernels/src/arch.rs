@@ -18,10 +18,7 @@ mod imp {
     #[inline(always)]
     pub fn global_thread_x() -> u64 {
         // SAFETY: reading special registers has no preconditions.
-        unsafe {
-            nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64
-                + nvptx::_thread_idx_x() as u64
-        }
+        unsafe { nvptx::_block_idx_x() as u64 * nvptx::_block_dim_x() as u64 + nvptx::_thread_idx_x() as u64 }
     }
     /// Threads in the whole grid along x.
     #[inline(always)]
@@ -56,9 +53,7 @@ mod imp {
     pub fn lanemask_lt() -> u32 {
         let r: u32;
         // SAFETY: reading a special register has no preconditions.
-        unsafe {
-            asm!("mov.u32 {r}, %lanemask_lt;", r = out(reg32) r, options(nomem, nostack, pure))
-        };
+        unsafe { asm!("mov.u32 {r}, %lanemask_lt;", r = out(reg32) r, options(nomem, nostack, pure)) };
         r
     }
     /// Multiprocessor this thread runs on: spreads per-class "current block" slots.
@@ -238,10 +233,7 @@ mod imp {
     }
     pub fn globaltimer() -> u64 {
         use std::time::{SystemTime, UNIX_EPOCH};
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0)
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     }
     pub fn sync_threads() {}
     pub fn trap() -> ! {

@@ -187,8 +187,7 @@ macro_rules! host_atomic_impl {
             /// Compare-and-swap; `Ok(old)` when it stored `new`, `Err(actual)` otherwise.
             #[inline(always)]
             pub fn cas_acq_rel(&self, cur: $t, new: $t) -> Result<$t, $t> {
-                self.v
-                    .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
+                self.v.compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
             }
         }
     };

@@ -78,6 +78,10 @@ pub const fn block_class(size: u64) -> usize {
     }
 }
 
+/// Rounds a block claimer waits for another thread's format of the class before it
+/// reports out-of-memory (with exponential backoff: about 0.5 ms in all).
+pub const BLOCK_CLAIM_ROUNDS: u32 = 256;
+
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 0;
 /// Block handed out whole.
@@ -111,11 +115,7 @@ pub struct BlockMeta {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Take {
     /// Slices `start .. start + got` are ours; `exhausted` when the block has none left.
-    Fresh {
-        start: u32,
-        got: u32,
-        exhausted: bool,
-    },
+    Fresh { start: u32, got: u32, exhausted: bool },
     /// The block was re-installed since we read its epoch: the `got` slices the add took
     /// belong to nobody and must be given back with `give_back`.
     Stale { got: u32 },
@@ -131,17 +131,17 @@ impl BlockMeta {
         }
     }
 
-    /// Sets the count to "full" while keeping the epoch (the caller owns the block: it is
-    /// being formatted, or was just closed). Stale adds racing with this store only ever
-    /// saw a count >= 4096 or this one, so they took nothing.
+    /// Sets the count to "full" while keeping the epoch, and the free count to zero. The
+    /// caller owns the block (formatting, recycling, or giving back an unpublished one) and
+    /// publishes these with the release RMW of the tree insert that follows. Stale adds
+    /// racing with the store saw a count >= 4096 or this one, so they took nothing.
+    #[inline(always)]
     pub fn park(&self) {
         // Relaxed load: only the owner changes the epoch.
         let w = self.alloc.load_relaxed();
-        // Release: the tree insert that follows publishes it anyway; release keeps it ordered
-        // before that insert on weak hardware.
-        self.alloc
-            .store_release((w & !COUNT_MASK) | SLICES_PER_BLOCK as u64);
-        // Relaxed: published by the same tree insert.
+        // Relaxed: published by the caller's release tree insert.
+        self.alloc.store_relaxed((w & !COUNT_MASK) | SLICES_PER_BLOCK as u64);
+        // Relaxed: as above.
         self.freed.store_relaxed(0);
     }
 
@@ -163,19 +163,11 @@ impl BlockMeta {
         // AcqRel: acquire the installer's reset; the release half is unused.
         let old = self.alloc.fetch_add_acq_rel(n as u64);
         let start = count_of(old);
-        let got = if start >= SLICES_PER_BLOCK {
-            0
-        } else {
-            n.min(SLICES_PER_BLOCK - start)
-        };
+        let got = if start >= SLICES_PER_BLOCK { 0 } else { n.min(SLICES_PER_BLOCK - start) };
         if epoch_of(old) != epoch {
             return Take::Stale { got };
         }
-        Take::Fresh {
-            start,
-            got,
-            exhausted: start + n >= SLICES_PER_BLOCK,
-        }
+        Take::Fresh { start, got, exhausted: start + n >= SLICES_PER_BLOCK }
     }
 
     /// Whether epoch `epoch` of this block may still have slices left (a cheap pre-check
@@ -224,21 +216,18 @@ impl crate::heap::DeviceHeap {
         // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
         // the metadata buffer, which lives as long as the heap; i is below that bound.
         unsafe {
-            &*((self.meta + self.layout.blocks_off + i * core::mem::size_of::<BlockMeta>() as u64)
-                as usize as *const BlockMeta)
+            &*((self.meta + self.layout().blocks_off + i * core::mem::size_of::<BlockMeta>() as u64) as usize
+                as *const BlockMeta)
         }
     }
 
     /// Block tree of class `c`.
     #[inline(always)]
     pub(crate) fn block_tree(&self, c: usize) -> crate::veb::Veb<'_> {
-        let l = self.layout.block_tree[c];
+        let l = self.layout().block_tree[c];
         // SAFETY: the layout reserved `total_words` words at this offset.
         let w = unsafe {
-            crate::atomic::words(
-                self.meta + self.layout.block_tree_off[c],
-                l.total_words as usize,
-            )
+            crate::atomic::words(self.meta + self.layout().block_tree_off[c], l.total_words as usize)
         };
         crate::veb::Veb::new(w, l)
     }
@@ -249,24 +238,60 @@ impl crate::heap::DeviceHeap {
         self.mem + gid * block_bytes(c)
     }
 
+    /// Per-class lock word held while one thread formats a segment for the class.
+    #[inline(always)]
+    fn format_lock(&self, c: usize) -> &Atom32 {
+        // SAFETY: the layout reserved NUM_CLASSES words at format_lock_off.
+        unsafe { &crate::atomic::words32(self.meta + self.layout().format_lock_off, NUM_CLASSES)[c] }
+    }
+
+    /// Takes a block from the tree of class `c` and counts it out of its segment.
+    fn claim_from_tree(&self, c: usize) -> Option<u64> {
+        let gid = self.block_tree(c).claim_from(0)?;
+        // AcqRel: counts the block out before anyone can see the segment as all-free;
+        // pairs with the reclaimer's CAS in `try_reclaim`.
+        self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);
+        Some(gid)
+    }
+
     /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
-    /// The block is parked (count full); the caller installs it or marks it whole.
+    /// The block is parked (count full); the caller installs it or marks it whole. `None`
+    /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
+    #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        let shift = blocks_per_segment_shift(c);
-        if let Some(gid) = self.block_tree(c).claim_from(0) {
-            let seg = (gid >> shift) as u32;
-            // AcqRel: counts the block out before anyone can see the segment as all-free;
-            // pairs with the reclaimer's CAS in `try_reclaim`.
-            self.seg_out(seg).fetch_add_acq_rel(1);
-            return Some(gid);
+        // Formatting is serialised per class, so that a burst of claimers that find the tree
+        // empty does not format a segment each (and spread the heap). A class with one
+        // block per segment gains nothing from waiting and formats directly.
+        let single = blocks_per_segment(c) == 1;
+        let lock = self.format_lock(c);
+        let mut ns = crate::BACKOFF_MIN_NS;
+        for _ in 0..BLOCK_CLAIM_ROUNDS {
+            if let Some(gid) = self.claim_from_tree(c) {
+                return Some(gid);
+            }
+            // AcqRel: the lock orders our format after the previous holder's inserts.
+            if single || lock.cas_acq_rel(0, 1).is_ok() {
+                let got = if single { None } else { self.claim_from_tree(c) };
+                let got = got.or_else(|| {
+                    let seg = self.seg_tree().claim_from(0)?;
+                    self.format_segment(seg as u32, c);
+                    Some(seg << blocks_per_segment_shift(c))
+                });
+                if !single {
+                    // Release: hands the lock on.
+                    lock.store_release(0);
+                }
+                // Out of segments: a block freed meanwhile is the last chance.
+                return got.or_else(|| self.claim_from_tree(c));
+            }
+            crate::backoff(&mut ns);
         }
-        let seg = self.seg_tree().claim_from(0)?;
-        self.format_segment(seg as u32, c);
-        Some(seg << shift)
+        None
     }
 
     /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back
     /// returns the segment to the segment tree.
+    #[inline(never)]
     pub(crate) fn release_block(&self, c: usize, gid: u64) {
         let seg = (gid >> blocks_per_segment_shift(c)) as u32;
         self.block_tree(c).insert(gid);

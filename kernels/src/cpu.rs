@@ -33,25 +33,15 @@ impl CpuHeap {
         let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
         // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).
         let mem = unsafe { alloc(mem_layout) };
-        assert!(
-            !mem.is_null(),
-            "host heap allocation of {bytes} bytes failed"
-        );
-        let meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];
-        let heap = DeviceHeap {
-            mem: mem as u64,
-            meta: meta.as_ptr() as u64,
-            layout,
-        };
+        assert!(!mem.is_null(), "host heap allocation of {bytes} bytes failed");
+        let mut meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];
+        let header = layout.header_words();
+        meta[..header.len()].copy_from_slice(&header);
+        let heap = DeviceHeap { mem: mem as u64, meta: meta.as_ptr() as u64 };
         for i in 0..layout.init_words() {
             heap.init_word(i);
         }
-        Self {
-            mem,
-            mem_layout,
-            _meta: meta,
-            heap,
-        }
+        Self { mem, mem_layout, _meta: meta, heap }
     }
 
     /// The handle (valid while `self` lives).
@@ -87,10 +77,7 @@ impl CpuHeap {
                     .iter()
                     .copied()
                     .filter(|&l| {
-                        !done[l]
-                            && sizes[l] != 0
-                            && sizes[l] <= MAX_SLICE_BYTES
-                            && slice_class(sizes[l]) == c
+                        !done[l] && sizes[l] != 0 && sizes[l] <= MAX_SLICE_BYTES && slice_class(sizes[l]) == c
                     })
                     .collect();
                 let taken = self.heap.take_slices(c, group.len() as u32);

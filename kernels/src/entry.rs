@@ -10,7 +10,7 @@ use crate::mix;
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     let i = arch::global_thread_x();
-    if i < heap.layout.init_words() as u64 {
+    if i < heap.layout().init_words() as u64 {
         heap.init_word(i as u32);
     }
 }
@@ -19,7 +19,7 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_trim(heap: DeviceHeap) {
     let i = arch::global_thread_x();
-    let shards = heap.layout.shards as u64;
+    let shards = heap.layout().shards as u64;
     if i < NUM_CLASSES as u64 * shards {
         heap.trim_slot((i / shards) as usize, (i % shards) as u32);
     }
@@ -70,13 +70,7 @@ fn pattern(i: u64, tag: u64) -> u32 {
 
 /// Writes `pattern(i, tag)` into every 4-byte word of thread i's allocation (skips nulls).
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn vb_write(
-    ptrs: *const u64,
-    n: u64,
-    size: u64,
-    sizes: *const u32,
-    tag: u64,
-) {
+pub unsafe extern "ptx-kernel" fn vb_write(ptrs: *const u64, n: u64, size: u64, sizes: *const u32, tag: u64) {
     let i = arch::global_thread_x();
     if i < n {
         // SAFETY: the host passes arrays of n elements; each non-null pointer holds `size`.
@@ -136,7 +130,7 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
 }
 
 /// One churn round: each thread checks and frees what it held, then (with probability 3/4)
-/// allocates a random size in [1, max_size], fills it and keeps it. `last != 0`: free only.
+/// allocates a random size (1..4096, or about 1 in 20 up to max_size), fills it and keeps it. `last != 0`: free only.
 /// `errors` as in vb_verify.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_churn(
@@ -175,7 +169,12 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
         }
         let r = mix(seed ^ mix(i ^ (round << 40)));
         if last == 0 && r % 4 != 0 {
-            let size = 1 + (r >> 8) % max_size;
+            // About one request in 20 is for a whole block (up to max_size), the rest for slices.
+            let size = if r % 64 < 4 && max_size > 4096 {
+                4097 + (r >> 8) % (max_size - 4096)
+            } else {
+                1 + (r >> 8) % 4096
+            };
             let q = heap.malloc(size) as *mut u32;
             if q.is_null() {
                 // Relaxed: as above.
@@ -275,12 +274,7 @@ extern "C" {
 
 /// Baseline: CUDA's device malloc, `ptrs[i] = malloc(size or sizes[i])`.
 #[no_mangle]
-pub unsafe extern "ptx-kernel" fn cuda_malloc(
-    ptrs: *mut u64,
-    n: u64,
-    size: u64,
-    sizes: *const u32,
-) {
+pub unsafe extern "ptx-kernel" fn cuda_malloc(ptrs: *mut u64, n: u64, size: u64, sizes: *const u32) {
     let i = arch::global_thread_x();
     if i < n {
         // SAFETY: arrays of n elements; malloc is the driver's.

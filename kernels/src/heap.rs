@@ -5,8 +5,8 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes,
-    slice_class, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
+    KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegKind};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -14,7 +14,12 @@ use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
 /// Current-block slots per class: one per multiprocessor on the GPUs we target (an H100 has
 /// 132), so warps on different SMs bump different counters.
-pub const DEFAULT_SHARDS: u32 = 144;
+/// A power of two, so that picking a slot is a mask.
+pub const DEFAULT_SHARDS: u32 = 256;
+/// Bytes reserved at the start of the metadata for the layout itself: kernels read it from
+/// there (L1-cached) instead of receiving it as a large by-value argument, which the
+/// compiler would copy to local memory in every thread.
+pub const HEADER_BYTES: u64 = 1024;
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
@@ -48,6 +53,7 @@ pub struct HeapLayout {
     pub run_len_off: u64,
     pub blocks_off: u64,
     pub current_off: u64,
+    pub format_lock_off: u64,
     pub counters_off: u64,
     /// Total metadata bytes.
     pub meta_bytes: u64,
@@ -56,8 +62,9 @@ pub struct HeapLayout {
 impl HeapLayout {
     /// Layout for `num_segments` segments and `shards` current slots per class.
     pub const fn new(num_segments: u32, shards: u32) -> Self {
+        assert!(shards.is_power_of_two(), "shards must be a power of two");
         let n = num_segments as u64;
-        let mut off = 0u64;
+        let mut off = HEADER_BYTES;
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
@@ -77,11 +84,11 @@ impl HeapLayout {
         let run_len_off = off;
         off += align8(n * 4);
         let blocks_off = off;
-        off += n
-            * MAX_BLOCKS_PER_SEGMENT as u64
-            * core::mem::size_of::<crate::block::BlockMeta>() as u64;
+        off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
         let current_off = off;
         off += NUM_CLASSES as u64 * shards as u64 * 8;
+        let format_lock_off = off;
+        off += align8(NUM_CLASSES as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
         Self {
@@ -96,6 +103,7 @@ impl HeapLayout {
             run_len_off,
             blocks_off,
             current_off,
+            format_lock_off,
             counters_off,
             meta_bytes: off,
         }
@@ -117,6 +125,26 @@ impl HeapLayout {
     }
 }
 
+const _: () = assert!(core::mem::size_of::<HeapLayout>() as u64 <= HEADER_BYTES);
+const _: () = assert!(core::mem::size_of::<HeapLayout>() % 8 == 0);
+
+impl HeapLayout {
+    /// The layout as the words of the metadata header.
+    pub fn header_words(&self) -> [u64; (HEADER_BYTES / 8) as usize] {
+        let mut w = [0u64; (HEADER_BYTES / 8) as usize];
+        // SAFETY: HeapLayout is repr(C) plain data without padding (u32/u64 fields in
+        // 8-byte pairs), smaller than the header (asserted above).
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self as *const Self as *const u64,
+                w.as_mut_ptr(),
+                core::mem::size_of::<Self>() / 8,
+            )
+        };
+        w
+    }
+}
+
 /// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument.
 ///
 /// # Example (device side)
@@ -132,26 +160,33 @@ impl HeapLayout {
 pub struct DeviceHeap {
     /// Address of segment 0.
     pub mem: u64,
-    /// Address of the metadata (`layout.meta_bytes` bytes, 8-aligned).
+    /// Address of the metadata (`layout().meta_bytes` bytes, 8-aligned), which starts with
+    /// the layout (see `HEADER_BYTES`).
     pub meta: u64,
-    pub layout: HeapLayout,
 }
 
 impl DeviceHeap {
+    /// The layout, from the metadata header.
+    #[inline(always)]
+    pub fn layout(&self) -> &HeapLayout {
+        // SAFETY: the heap's creator wrote the layout at the start of the metadata, which
+        // lives as long as the heap and never changes.
+        unsafe { &*(self.meta as usize as *const HeapLayout) }
+    }
+
     /// Bytes of segment memory managed.
     pub fn capacity(&self) -> u64 {
-        (self.layout.num_segments as u64) << SEGMENT_SHIFT
+        (self.layout().num_segments as u64) << SEGMENT_SHIFT
     }
 
     /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
     /// kernel runs one thread per word; the host twin loops.
     pub fn init_word(&self, i: u32) {
-        let l = &self.layout.seg_tree;
+        let l = &self.layout().seg_tree;
         let (level, w) = word_position(l, i);
         // SAFETY: i < total_words of the segment tree.
-        let words = unsafe {
-            crate::atomic::words(self.meta + self.layout.seg_tree_off, l.total_words as usize)
-        };
+        let words =
+            unsafe { crate::atomic::words(self.meta + self.layout().seg_tree_off, l.total_words as usize) };
         // Relaxed: the kernel boundary (or the host thread join) publishes it.
         words[i as usize].store_relaxed(full_word(l, level, w));
     }
@@ -159,7 +194,7 @@ impl DeviceHeap {
     /// Counter `i` (see [`counter`]).
     pub fn counter(&self, i: usize) -> &Atom64 {
         // SAFETY: the layout reserved counter::COUNT words at counters_off.
-        unsafe { &crate::atomic::words(self.meta + self.layout.counters_off, counter::COUNT)[i] }
+        unsafe { &crate::atomic::words(self.meta + self.layout().counters_off, counter::COUNT)[i] }
     }
 
     #[inline(always)]
@@ -212,6 +247,7 @@ impl DeviceHeap {
     }
 
     /// A whole block of class `c`.
+    #[inline(never)]
     fn malloc_block(&self, c: usize) -> *mut u8 {
         let Some(gid) = self.claim_block(c) else {
             self.bump(counter::OUT_OF_MEMORY);
@@ -225,6 +261,7 @@ impl DeviceHeap {
     }
 
     /// A run of whole segments.
+    #[inline(never)]
     fn malloc_large(&self, size: u64) -> *mut u8 {
         let k = Self::segments_for(size);
         match self.claim_large(k) {
@@ -268,10 +305,7 @@ impl DeviceHeap {
                     }
                     // Relaxed: the release insert in release_block publishes it.
                     meta.kind.store_relaxed(KIND_SLICES);
-                    self.release_block(
-                        c,
-                        ((seg as u64) << blocks_per_segment_shift(c)) | local as u64,
-                    );
+                    self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
                 } else {
                     if in_seg % slice_bytes(c) != 0 {
                         return self.bump(counter::INVALID_FREE);
@@ -299,21 +333,14 @@ impl DeviceHeap {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Class(c))) => {
                 // Acquire: as in free.
-                if self
-                    .block_meta(seg, (in_seg / block_bytes(c)) as u32)
-                    .kind
-                    .load_acquire()
-                    == KIND_WHOLE
-                {
+                if self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_WHOLE {
                     block_bytes(c)
                 } else {
                     slice_bytes(c)
                 }
             }
             // Acquire: pairs with the release in claim_large.
-            Some((seg, 0, SegKind::LargeHead)) => {
-                self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES
-            }
+            Some((seg, 0, SegKind::LargeHead)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
             _ => 0,
         }
     }

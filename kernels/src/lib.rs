@@ -7,10 +7,7 @@
 //! `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
 //! `atomic` is the one atomics shim.
 #![no_std]
-#![cfg_attr(
-    target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
-)]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 
 pub mod arch;
 pub mod atomic;
@@ -38,6 +35,17 @@ pub const SEGMENT_SHIFT: u32 = 24;
 pub const SEGMENT_BYTES: u64 = 1 << SEGMENT_SHIFT;
 /// Slices in every block, whatever its class.
 pub const SLICES_PER_BLOCK: u32 = 4096;
+/// First sleep of a thread that waits for another's progress (a block install, a format).
+pub const BACKOFF_MIN_NS: u32 = 32;
+/// Longest single sleep: the backoff doubles up to this.
+pub const BACKOFF_MAX_NS: u32 = 2048;
+
+/// Sleeps `*ns` and doubles it, up to `BACKOFF_MAX_NS`.
+#[inline(always)]
+pub(crate) fn backoff(ns: &mut u32) {
+    arch::nanosleep(*ns);
+    *ns = (*ns * 2).min(BACKOFF_MAX_NS);
+}
 
 #[cfg(not(loom))]
 pub use heap::{DeviceHeap, HeapLayout};

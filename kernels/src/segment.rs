@@ -45,9 +45,7 @@ pub fn seg_kind(entry: u32) -> SegKind {
     let f = SegFlags::from_bits_retain(entry & !CLASS_MASK);
     if entry == 0 {
         SegKind::Free
-    } else if f == SegFlags::FORMATTED
-        && ((entry & CLASS_MASK) as usize) < crate::block::NUM_CLASSES
-    {
+    } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < crate::block::NUM_CLASSES {
         SegKind::Class((entry & CLASS_MASK) as usize)
     } else if f == SegFlags::LARGE {
         SegKind::LargeHead
@@ -61,11 +59,10 @@ pub fn seg_kind(entry: u32) -> SegKind {
 impl DeviceHeap {
     #[inline(always)]
     pub(crate) fn seg_tree(&self) -> crate::veb::Veb<'_> {
-        let l = self.layout.seg_tree;
+        let l = self.layout().seg_tree;
         // SAFETY: the layout reserved `total_words` words at this offset.
-        let w = unsafe {
-            crate::atomic::words(self.meta + self.layout.seg_tree_off, l.total_words as usize)
-        };
+        let w =
+            unsafe { crate::atomic::words(self.meta + self.layout().seg_tree_off, l.total_words as usize) };
         crate::veb::Veb::new(w, l)
     }
 
@@ -73,28 +70,25 @@ impl DeviceHeap {
     fn seg_array(&self, off: u64, seg: u32) -> &Atom32 {
         // SAFETY: each per-segment array holds `num_segments` words at `off`; callers pass
         // seg < num_segments (derived from an in-range address or a tree index).
-        unsafe {
-            &crate::atomic::words32(self.meta + off, self.layout.num_segments as usize)
-                [seg as usize]
-        }
+        unsafe { &crate::atomic::words32(self.meta + off, self.layout().num_segments as usize)[seg as usize] }
     }
 
     /// Table entry of segment `seg`.
     #[inline(always)]
     pub(crate) fn seg_table(&self, seg: u32) -> &Atom32 {
-        self.seg_array(self.layout.table_off, seg)
+        self.seg_array(self.layout().table_off, seg)
     }
 
     /// Blocks of `seg` out of their tree, plus the `RECLAIMING` flag.
     #[inline(always)]
     pub(crate) fn seg_out(&self, seg: u32) -> &Atom32 {
-        self.seg_array(self.layout.seg_out_off, seg)
+        self.seg_array(self.layout().seg_out_off, seg)
     }
 
     /// Length of the multi-segment run that starts at `seg`.
     #[inline(always)]
     pub(crate) fn seg_run(&self, seg: u32) -> &Atom32 {
-        self.seg_array(self.layout.run_len_off, seg)
+        self.seg_array(self.layout().run_len_off, seg)
     }
 
     /// Address of segment `seg`.
@@ -105,15 +99,16 @@ impl DeviceHeap {
 
     /// Formats the just-claimed segment `seg` for class `c`. Its block 0 stays with the
     /// caller; the others go into the class tree.
+    #[inline(never)]
     pub(crate) fn format_segment(&self, seg: u32, c: usize) {
         let bps = blocks_per_segment(c);
+        // Relaxed parks; the release stores and inserts below publish them.
         for local in 0..bps {
             self.block_meta(seg, local).park();
         }
         // Release: orders the metadata writes above before the entry; `free` reads the entry
         // only for pointers handed out after the tree inserts below, which also publish it.
-        self.seg_table(seg)
-            .store_release(SegFlags::FORMATTED.bits() | c as u32);
+        self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | c as u32);
         // Release: block 0 is out; ordered before the inserts so claimers count from 1.
         self.seg_out(seg).store_release(1);
         if bps > 1 {
@@ -124,6 +119,7 @@ impl DeviceHeap {
 
     /// Takes segment `seg` of class `c` back from its class once all its blocks are free.
     /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
+    #[inline(never)]
     pub(crate) fn try_reclaim(&self, seg: u32, c: usize) {
         let out = self.seg_out(seg);
         let bps = blocks_per_segment(c) as u64;
@@ -152,14 +148,14 @@ impl DeviceHeap {
     }
 
     /// Claims `k` contiguous segments for a request larger than a segment; returns the first.
+    #[inline(never)]
     pub(crate) fn claim_large(&self, k: u64) -> Option<u32> {
         let s = self.seg_tree().claim_run(k)? as u32;
         // Relaxed: published (with the head entry) by the release store below.
         self.seg_run(s).store_relaxed(k as u32);
         for t in 1..k as u32 {
             // Relaxed: as above.
-            self.seg_table(s + t)
-                .store_relaxed(SegFlags::LARGE_TAIL.bits());
+            self.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
         }
         // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
         self.seg_table(s).store_release(SegFlags::LARGE.bits());
@@ -167,6 +163,7 @@ impl DeviceHeap {
     }
 
     /// Frees the run that starts at segment `s`.
+    #[inline(never)]
     pub(crate) fn free_large(&self, s: u32) {
         // Acquire: pairs with the release in `claim_large`.
         let k = self.seg_run(s).load_acquire();

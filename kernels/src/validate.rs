@@ -3,8 +3,8 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes,
-    KIND_WHOLE, NUM_CLASSES,
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes, KIND_WHOLE,
+    NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
@@ -39,10 +39,7 @@ pub struct Stats {
 impl Stats {
     /// Blocks out of their trees, all classes.
     pub fn blocks_in_use(&self) -> u64 {
-        self.slice_blocks
-            .iter()
-            .chain(self.whole_blocks.iter())
-            .sum()
+        self.slice_blocks.iter().chain(self.whole_blocks.iter()).sum()
     }
     /// Segments not in the segment tree.
     pub fn segments_in_use(&self) -> u64 {
@@ -54,10 +51,7 @@ impl Stats {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeapError {
     /// A tree's summaries hide a free index (`tree` is `None` for the segment tree).
-    Tree {
-        tree: Option<usize>,
-        err: crate::veb::VebError,
-    },
+    Tree { tree: Option<usize>, err: crate::veb::VebError },
     /// The segment tree and the table disagree about segment `seg`.
     SegmentTreeMismatch { seg: u32, entry: u32 },
     /// A table entry that decodes to nothing.
@@ -83,16 +77,11 @@ impl DeviceHeap {
     /// Call only while no kernel uses the heap.
     pub fn validate(&self) -> Result<Stats, HeapError> {
         let mut s = Stats::default();
-        let n = self.layout.num_segments;
-        s.stale_summary_bits += self
-            .seg_tree()
-            .check()
-            .map_err(|err| HeapError::Tree { tree: None, err })?;
+        let n = self.layout().num_segments;
+        s.stale_summary_bits += self.seg_tree().check().map_err(|err| HeapError::Tree { tree: None, err })?;
         for c in 0..NUM_CLASSES {
-            s.stale_summary_bits += self
-                .block_tree(c)
-                .check()
-                .map_err(|err| HeapError::Tree { tree: Some(c), err })?;
+            s.stale_summary_bits +=
+                self.block_tree(c).check().map_err(|err| HeapError::Tree { tree: Some(c), err })?;
         }
         let current = self.current_blocks();
         let mut seg = 0u32;
@@ -148,7 +137,7 @@ impl DeviceHeap {
     /// Global block indices (with epochs) in the current slots, per class.
     fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
         move |c, gid, epoch| {
-            (0..self.layout.shards).any(|sh| {
+            (0..self.layout().shards).any(|sh| {
                 let v = self.current(c, sh).load_acquire();
                 v != 0 && decode_slot(v) == (epoch, gid)
             })
@@ -197,11 +186,7 @@ impl DeviceHeap {
         }
         let counted = self.seg_out(seg).load_acquire() & OUT_COUNT_MASK;
         if counted != out {
-            return Err(HeapError::OutCount {
-                seg,
-                counted,
-                found: out,
-            });
+            return Err(HeapError::OutCount { seg, counted, found: out });
         }
         Ok(())
     }
@@ -209,7 +194,7 @@ impl DeviceHeap {
     /// Retires every current block (see `trim_slot`).
     pub fn trim(&self) {
         for c in 0..NUM_CLASSES {
-            for sh in 0..self.layout.shards {
+            for sh in 0..self.layout().shards {
                 self.trim_slot(c, sh);
             }
         }

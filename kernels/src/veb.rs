@@ -58,13 +58,7 @@ impl VebLayout {
             n = w as u64;
         }
         assert!(words[level - 1] <= 1, "universe too large for MAX_LEVELS");
-        Self {
-            universe,
-            levels: level as u32,
-            total_words: total,
-            offset,
-            words,
-        }
+        Self { universe, levels: level as u32, total_words: total, offset, words }
     }
 
     /// Number of bits at `level`.
@@ -83,11 +77,7 @@ impl VebLayout {
 fn range_mask(w: u64, start: u64, end: u64) -> u64 {
     let lo = start.max(w * WORD_BITS) - w * WORD_BITS;
     let hi = end.min((w + 1) * WORD_BITS) - w * WORD_BITS;
-    let upper = if hi == WORD_BITS {
-        !0
-    } else {
-        (1u64 << hi) - 1
-    };
+    let upper = if hi == WORD_BITS { !0 } else { (1u64 << hi) - 1 };
     upper & !((1u64 << lo) - 1)
 }
 
@@ -115,6 +105,7 @@ impl<'a> Veb<'a> {
     }
 
     /// Marks index `i` free. Returns whether it was not free before.
+    #[inline(never)]
     pub fn insert(&self, i: u64) -> bool {
         debug_assert!(i < self.layout.universe);
         self.set_bits(0, i / WORD_BITS, 1 << (i % WORD_BITS)) & (1 << (i % WORD_BITS)) == 0
@@ -134,6 +125,7 @@ impl<'a> Veb<'a> {
     /// Sets the summary bit for child word `idx` at `level` and above, stopping where a
     /// summary word was already non-zero (its own parent bit is then set, or being re-set by
     /// a remover's re-check).
+    #[inline(never)]
     fn set_up(&self, mut level: u32, mut idx: u64) {
         while level < self.layout.levels {
             let w = idx / WORD_BITS;
@@ -148,6 +140,7 @@ impl<'a> Veb<'a> {
     }
 
     /// Clears the summary bit for child word `idx` (found empty) at `level` and above.
+    #[inline(never)]
     fn clear_up(&self, mut level: u32, mut idx: u64) {
         while level < self.layout.levels {
             let w = idx / WORD_BITS;
@@ -169,6 +162,7 @@ impl<'a> Veb<'a> {
     }
 
     /// Marks index `i` used. Returns whether it was free.
+    #[inline(never)]
     pub fn remove(&self, i: u64) -> bool {
         let w = i / WORD_BITS;
         let bit = 1u64 << (i % WORD_BITS);
@@ -221,6 +215,7 @@ impl<'a> Veb<'a> {
 
     /// Atomically takes the lowest free index at or after `x`; `None` when none is free or
     /// after `CLAIM_RETRIES` lost races.
+    #[inline(never)]
     pub fn claim_from(&self, x: u64) -> Option<u64> {
         let mut from = x;
         let mut lost = 0;
@@ -251,6 +246,7 @@ impl<'a> Veb<'a> {
     }
 
     /// Marks `[start, start + k)` free.
+    #[inline(never)]
     pub fn insert_range(&self, start: u64, k: u64) {
         let end = start + k;
         debug_assert!(end <= self.layout.universe);
@@ -263,6 +259,7 @@ impl<'a> Veb<'a> {
 
     /// Takes all of `[start, start + k)` if every index in it is free; otherwise takes none
     /// (puts back what it took) and returns false.
+    #[inline(never)]
     pub fn remove_range_exact(&self, start: u64, k: u64) -> bool {
         let end = start + k;
         if end > self.layout.universe {
@@ -311,6 +308,7 @@ impl<'a> Veb<'a> {
     }
 
     /// Atomically takes the lowest run of `k` contiguous free indices.
+    #[inline(never)]
     pub fn claim_run(&self, k: u64) -> Option<u64> {
         if k == 0 || k > self.layout.universe {
             return None;
@@ -338,9 +336,7 @@ impl<'a> Veb<'a> {
 
     /// Number of free indices (a snapshot).
     pub fn count(&self) -> u64 {
-        (0..self.layout.words[0] as u64)
-            .map(|w| self.word(0, w).load_relaxed().count_ones() as u64)
-            .sum()
+        (0..self.layout.words[0] as u64).map(|w| self.word(0, w).load_relaxed().count_ones() as u64).sum()
     }
 
     /// Checks the summaries against the leaves, for a quiescent tree: no false negatives (a
@@ -359,10 +355,7 @@ impl<'a> Veb<'a> {
                 let parent = self.word(level + 1, w / WORD_BITS).load_relaxed();
                 let bit = parent & (1 << (w % WORD_BITS)) != 0;
                 if child != 0 && !bit {
-                    return Err(VebError::MissingSummary {
-                        level: level + 1,
-                        word: w,
-                    });
+                    return Err(VebError::MissingSummary { level: level + 1, word: w });
                 }
                 if child == 0 && bit {
                     stale += 1;

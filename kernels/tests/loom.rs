@@ -92,11 +92,7 @@ fn block_counter_take_and_stale() {
         assert!(!m.give_back(4090));
         let last = m.give_back(handed.len() as u32 + phantom);
         assert_eq!(last, 4090 + handed.len() as u32 + phantom == 4096);
-        assert_eq!(
-            handed.len() as u32 + phantom,
-            6,
-            "all 6 remaining slices accounted for"
-        );
+        assert_eq!(handed.len() as u32 + phantom, 6, "all 6 remaining slices accounted for");
     });
 }
 

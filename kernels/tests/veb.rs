@@ -63,10 +63,7 @@ fn runs() {
     assert_eq!(t.claim_run(829), Some(171));
     assert_eq!(t.count(), 0);
     t.insert_range(100, 200);
-    assert!(
-        !t.remove_range_exact(99, 10),
-        "99 is not free: nothing taken"
-    );
+    assert!(!t.remove_range_exact(99, 10), "99 is not free: nothing taken");
     assert_eq!(t.count(), 200);
     assert!(t.remove_range_exact(100, 200));
     assert_eq!(t.count(), 0);
@@ -142,8 +139,7 @@ fn threaded_claim_release() {
     let (w, l) = storage(UNIVERSE);
     let t = Veb::new(&w, l);
     t.insert_range(0, UNIVERSE);
-    let owned: Vec<std::sync::atomic::AtomicU8> =
-        (0..UNIVERSE).map(|_| Default::default()).collect();
+    let owned: Vec<std::sync::atomic::AtomicU8> = (0..UNIVERSE).map(|_| Default::default()).collect();
     std::thread::scope(|s| {
         for th in 0..THREADS {
             let (t, owned) = (&t, &owned);
@@ -151,20 +147,14 @@ fn threaded_claim_release() {
                 let mut mine = Vec::new();
                 let mut x = th as u64 * 7919;
                 for r in 0..ROUNDS {
-                    x = x
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
                     if mine.len() < 50 && (x >> 33) % 3 != 0 {
-                        let got = if r % 7 == 0 {
-                            t.claim_run(3)
-                        } else {
-                            t.claim_from((x >> 40) % UNIVERSE)
-                        };
+                        let got =
+                            if r % 7 == 0 { t.claim_run(3) } else { t.claim_from((x >> 40) % UNIVERSE) };
                         if let Some(i) = got {
                             let k = if r % 7 == 0 { 3 } else { 1 };
                             for j in i..i + k {
-                                let prev =
-                                    owned[j as usize].swap(1, std::sync::atomic::Ordering::SeqCst);
+                                let prev = owned[j as usize].swap(1, std::sync::atomic::Ordering::SeqCst);
                                 assert_eq!(prev, 0, "index {j} handed out twice");
                                 mine.push(j);
                             }
