@@ -174,11 +174,7 @@ fn gpu_out_of_memory_then_recover() {
             unsafe { gpu.launch("vb_free", threads, BLOCK, args![arg, p, threads]).unwrap() };
             heap.trim().unwrap();
             let s = heap.stats().unwrap();
-            assert_eq!(
-                (s.bytes_in_use, s.free_segments),
-                (0, heap.layout().num_segments as u64),
-                "{s:?}"
-            );
+            assert_eq!((s.bytes_in_use, s.free_segments), (0, heap.layout().num_segments as u64), "{s:?}");
         }
     }
     heap.destroy().unwrap();

@@ -33,8 +33,15 @@ fn ptx_has_every_kernel() {
 
 #[test]
 fn ptx_uses_gpu_scope_ordered_atomics() {
-    // The shim's inline asm, not LLVM's relaxed lowering of core atomics.
-    assert!(veballoc::PTX.contains("atom.acq_rel.gpu.add.u64"));
+    // The shim's inline asm, not LLVM's lowering of core atomics (which drops the ordering
+    // of RMWs and uses .sys scope): every atomic names its ordering and .gpu scope.
+    for line in veballoc::PTX.lines().map(str::trim).filter(|l| l.starts_with("atom.")) {
+        let ordered = ["atom.relaxed.gpu.", "atom.acquire.gpu.", "atom.release.gpu.", "atom.acq_rel.gpu."];
+        assert!(ordered.iter().any(|o| line.starts_with(o)), "atomic without explicit order/scope: {line}");
+    }
+    // The hot paths: slice take (acquire add), slice give-back (release add), installs (CAS).
+    assert!(veballoc::PTX.contains("atom.acquire.gpu.add.u64"));
+    assert!(veballoc::PTX.contains("atom.release.gpu.add.u32"));
     assert!(veballoc::PTX.contains("atom.acq_rel.gpu.cas.b64"));
     assert!(veballoc::PTX.contains("match.any.sync.b32"));
 }

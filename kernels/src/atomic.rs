@@ -83,6 +83,20 @@ macro_rules! gpu_atomic_impl {
                 r
             }
             #[inline(always)]
+            pub fn fetch_add_acquire(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn fetch_add_release(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.release.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
             pub fn fetch_add_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
@@ -163,6 +177,14 @@ macro_rules! host_atomic_impl {
             #[inline(always)]
             pub fn fetch_add_relaxed(&self, x: $t) -> $t {
                 self.v.fetch_add(x, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            pub fn fetch_add_acquire(&self, x: $t) -> $t {
+                self.v.fetch_add(x, Ordering::Acquire)
+            }
+            #[inline(always)]
+            pub fn fetch_add_release(&self, x: $t) -> $t {
+                self.v.fetch_add(x, Ordering::Release)
             }
             #[inline(always)]
             pub fn fetch_add_acq_rel(&self, x: $t) -> $t {

@@ -160,8 +160,9 @@ impl BlockMeta {
     /// Takes up to `n` slices of epoch `epoch`.
     #[inline(always)]
     pub fn take(&self, epoch: u32, n: u32) -> Take {
-        // AcqRel: acquire the installer's reset; the release half is unused.
-        let old = self.alloc.fetch_add_acq_rel(n as u64);
+        // Acquire: reads-from the installer's swap (or a later add), so the block's reset and
+        // the previous owners' frees happen-before our use of the slices. Nothing to release.
+        let old = self.alloc.fetch_add_acquire(n as u64);
         let start = count_of(old);
         let got = if start >= SLICES_PER_BLOCK { 0 } else { n.min(SLICES_PER_BLOCK - start) };
         if epoch_of(old) != epoch {
@@ -183,9 +184,15 @@ impl BlockMeta {
     /// block and must recycle it).
     #[inline(always)]
     pub fn give_back(&self, k: u32) -> bool {
-        // AcqRel: release our use of the slices; the last giver acquires everyone's.
-        let old = self.freed.fetch_add_acq_rel(k);
-        old + k == SLICES_PER_BLOCK
+        // Release: our use of the slices happens-before whoever recycles the block.
+        let old = self.freed.fetch_add_release(k);
+        if old + k != SLICES_PER_BLOCK {
+            return false;
+        }
+        // Acquire (fence): the last giver synchronises with every earlier release in the
+        // counter's release sequence before it recycles the block.
+        crate::arch::fence_acq_rel_gpu();
+        true
     }
 
     /// Stops epoch `epoch` from handing out more slices; returns how many it had not handed
@@ -247,7 +254,9 @@ impl crate::heap::DeviceHeap {
 
     /// Takes a block from the tree of class `c` and counts it out of its segment.
     fn claim_from_tree(&self, c: usize) -> Option<u64> {
-        let gid = self.block_tree(c).claim_from(0)?;
+        // Racing claimers spread over the bits of the lowest free word (see claim_spread).
+        let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
+        let gid = self.block_tree(c).claim_spread(0, spread)?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);

@@ -13,10 +13,9 @@ use crate::segment::{seg_kind, SegKind};
 /// A round is lost only when another warp made progress or while a block is being
 /// installed; with the backoff this bounds the wait at a few milliseconds.
 pub const SLICE_RETRIES: u32 = 1024;
-/// Rounds a warp that found its current block full (or stale) waits, with backoff, for the
-/// warp that exhausted it to install the next one before installing one itself. Waiting
-/// avoids a burst of block claims that all but one would give back.
-pub const REFILL_PATIENCE: u32 = 6;
+/// Slot value while one warp installs the next block: the others wait for it rather than
+/// all claiming blocks (which all but one would have to give back).
+pub const INSTALLING: u64 = u64::MAX;
 
 /// Packs a current-slot value; 0 means "no block".
 #[inline(always)]
@@ -51,62 +50,62 @@ impl DeviceHeap {
         let slot = self.current(c, arch::smid() & (self.layout().shards - 1));
         let shift = blocks_per_segment_shift(c);
         let mut ns = crate::BACKOFF_MIN_NS;
-        let mut waited = 0;
         for _ in 0..SLICE_RETRIES {
-            // Acquire: pairs with the release CAS that installed the block (its reset count).
-            let cur = slot.load_acquire();
-            if cur == 0 {
-                self.refill(c, slot, 0)?;
+            // Relaxed: the add in `take` reads the block's count with acquire, and its epoch
+            // tells whether this value was stale.
+            let cur = slot.load_relaxed();
+            if cur == INSTALLING {
+                crate::backoff(&mut ns);
                 continue;
             }
-            let (epoch, gid) = decode_slot(cur);
-            let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
-            let meta = self.block_meta(seg, local);
-            let take = if meta.may_have_slices(epoch) { Some(meta.take(epoch, n)) } else { None };
-            match take {
-                Some(Take::Fresh { start, got, exhausted }) if got > 0 => {
-                    if exhausted {
-                        // We took the last slices: install the next block now. If that fails
-                        // for lack of memory, what we took is still good.
-                        let _ = self.refill(c, slot, cur);
+            if cur != 0 {
+                let (epoch, gid) = decode_slot(cur);
+                let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+                let meta = self.block_meta(seg, local);
+                if meta.may_have_slices(epoch) {
+                    match meta.take(epoch, n) {
+                        Take::Fresh { start, got, exhausted } if got > 0 => {
+                            if exhausted {
+                                // We took the last slices: install the next block now. If
+                                // that fails for lack of memory, what we took is still good.
+                                let _ = self.replace(c, slot, cur);
+                            }
+                            return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+                        }
+                        Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
+                        _ => {}
                     }
-                    return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
                 }
-                Some(Take::Stale { got }) if got > 0 => self.release_slices(seg, local, got),
-                _ => {}
             }
-            // Full or stale: the warp that exhausted the block is installing the next one.
-            if waited < REFILL_PATIENCE {
-                waited += 1;
-                crate::backoff(&mut ns);
-            } else {
-                waited = 0;
-                self.refill(c, slot, cur)?;
+            // Empty, full or stale: replace it, unless another warp is already doing so.
+            match self.replace(c, slot, cur) {
+                Some(true) => {}
+                Some(false) => crate::backoff(&mut ns),
+                None => return None,
             }
         }
         None
     }
 
-    /// Replaces the block in `slot` (which held `expected`) with a fresh one, unless someone
-    /// already did. `None` only when no block could be had (out of memory).
+    /// Installs a fresh block in `slot` if it still holds `expected`: `Some(true)` when this
+    /// warp did, `Some(false)` when another warp holds or changed the slot, `None` when no
+    /// block could be had (out of memory; the slot gets `expected` back).
     #[inline(never)]
-    fn refill(&self, c: usize, slot: &Atom64, expected: u64) -> Option<()> {
-        // Acquire: if it changed, the new block's reset is visible to us.
-        if slot.load_acquire() != expected {
-            return Some(());
+    fn replace(&self, c: usize, slot: &Atom64, expected: u64) -> Option<bool> {
+        // AcqRel: exclusive right to install; acquires the previous installer's writes.
+        if slot.cas_acq_rel(expected, INSTALLING).is_err() {
+            return Some(false);
         }
-        let gid = self.claim_block(c)?;
+        let Some(gid) = self.claim_block(c) else {
+            // Release: hands the slot back.
+            slot.store_release(expected);
+            return None;
+        };
         let shift = blocks_per_segment_shift(c);
-        let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
-        let meta = self.block_meta(seg, local);
-        let epoch = meta.install();
-        // AcqRel: the release publishes the block's reset to the warps that load the slot.
-        if slot.cas_acq_rel(expected, encode_slot(epoch, gid)).is_err() {
-            // Another warp installed one first; ours was never seen by anyone.
-            meta.park();
-            self.release_block(c, gid);
-        }
-        Some(())
+        let epoch = self.block_meta((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32).install();
+        // Release: publishes the block's reset to the warps that load the slot.
+        slot.store_release(encode_slot(epoch, gid));
+        Some(true)
     }
 
     /// Gives back `k` slices of block `local` of segment `seg`; the giver that completes the
@@ -134,8 +133,11 @@ impl DeviceHeap {
     /// meant for the end of a phase, before stats or validation.
     pub fn trim_slot(&self, c: usize, shard: u32) {
         // AcqRel: we own the retired value; the acquire sees the block's install.
-        let cur = self.current(c, shard).swap_acq_rel(0);
-        if cur == 0 {
+        let slot = self.current(c, shard);
+        // Relaxed: the CAS below decides.
+        let cur = slot.load_relaxed();
+        // AcqRel: we own the retired value; an install in progress is left alone.
+        if cur == 0 || cur == INSTALLING || slot.cas_acq_rel(cur, 0).is_err() {
             return;
         }
         let (epoch, gid) = decode_slot(cur);

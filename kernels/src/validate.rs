@@ -139,7 +139,7 @@ impl DeviceHeap {
         move |c, gid, epoch| {
             (0..self.layout().shards).any(|sh| {
                 let v = self.current(c, sh).load_acquire();
-                v != 0 && decode_slot(v) == (epoch, gid)
+                v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
             })
         }
     }

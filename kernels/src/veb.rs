@@ -81,6 +81,13 @@ fn range_mask(w: u64, start: u64, end: u64) -> u64 {
     upper & !((1u64 << lo) - 1)
 }
 
+/// One set bit of `avail` (non-zero): the first at or after position `spread`, wrapping.
+#[inline(always)]
+fn pick_bit(avail: u64, spread: u32) -> u64 {
+    let rotated = avail.rotate_right(spread);
+    1u64 << ((rotated.trailing_zeros() + spread) % WORD_BITS as u32)
+}
+
 /// A tree over borrowed words.
 #[derive(Clone, Copy)]
 pub struct Veb<'a> {
@@ -215,30 +222,37 @@ impl<'a> Veb<'a> {
 
     /// Atomically takes the lowest free index at or after `x`; `None` when none is free or
     /// after `CLAIM_RETRIES` lost races.
-    #[inline(never)]
     pub fn claim_from(&self, x: u64) -> Option<u64> {
+        self.claim_spread(x, 0)
+    }
+
+    /// Like `claim_from`, but within the lowest word that has a free index this thread tries
+    /// the bits from position `spread` on (wrapping), so that racers for one word do not all
+    /// fight over its lowest bit. For the block trees, where a word spans a few MiB.
+    #[inline(never)]
+    pub fn claim_spread(&self, x: u64, spread: u32) -> Option<u64> {
         let mut from = x;
         let mut lost = 0;
         while lost < CLAIM_RETRIES {
             let s = self.successor(from)?;
             let w = s / WORD_BITS;
-            let mut cand = s;
-            loop {
-                let bit = 1u64 << (cand % WORD_BITS);
+            // Relaxed: a hint for which bit to try; the RMW decides.
+            let mut avail = self.word(0, w).load_relaxed() & (!0u64 << (s % WORD_BITS));
+            while avail != 0 {
+                let bit = pick_bit(avail, spread);
                 // AcqRel: acquire the inserter's writes about this item.
                 let old = self.word(0, w).fetch_and_acq_rel(!bit);
                 if old & bit != 0 {
                     if old & !bit == 0 {
                         self.clear_up(1, w);
                     }
-                    return Some(cand);
+                    return Some(w * WORD_BITS + bit.trailing_zeros() as u64);
                 }
                 lost += 1;
-                let rest = old & (!0u64 << (cand % WORD_BITS));
-                if rest == 0 || lost >= CLAIM_RETRIES {
-                    break;
+                if lost >= CLAIM_RETRIES {
+                    return None;
                 }
-                cand = w * WORD_BITS + rest.trailing_zeros() as u64;
+                avail = old & (!0u64 << (s % WORD_BITS));
             }
             from = (w + 1) * WORD_BITS;
         }
