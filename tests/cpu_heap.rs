@@ -310,10 +310,14 @@ fn invalid_frees_are_counted_not_fatal() {
                                                // SAFETY: pointer arithmetic only.
     h.free(unsafe { p.add(8) }); // inside a slice
     h.free((h.mem + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
-    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 4);
+    let whole = h.malloc(100_000);
+    // SAFETY: pointer arithmetic only.
+    h.free(unsafe { whole.add(4096) }); // inside a whole block, at a slice boundary
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 5);
+    h.free(whole);
     h.free(p);
     h.trim();
     let s = h.validate().unwrap();
     assert_eq!(s.bytes_in_use, 0);
-    assert_eq!(s.invalid_frees, 4);
+    assert_eq!(s.invalid_frees, 5);
 }

@@ -150,7 +150,7 @@ fn gpu_churn_100_rounds_mixed_sizes() {
 fn gpu_out_of_memory_then_recover() {
     let Some(gpu) = gpu() else { return };
     let heap = Heap::new(&gpu, 512 << 20).unwrap();
-    for (size, threads) in [(4096u64, 200_000u64), (1 << 20, 1000), (64 << 20, 40), (16, 3 << 20)] {
+    for (size, threads) in [(4096u64, 200_000u64), (1 << 20, 1000), (64 << 20, 40), (16, 36 << 20)] {
         for attempt in 0..2 {
             let ptrs = veballoc::zeroed_u64s(threads as usize).unwrap();
             let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);

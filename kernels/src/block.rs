@@ -79,8 +79,10 @@ pub const fn block_class(size: u64) -> usize {
 }
 
 /// Rounds a block claimer waits for another thread's format of the class before it
-/// reports out-of-memory (with exponential backoff: about 0.5 ms in all).
-pub const BLOCK_CLAIM_ROUNDS: u32 = 256;
+/// reports out-of-memory (with exponential backoff: about 4 ms in all).
+pub const BLOCK_CLAIM_ROUNDS: u32 = 2048;
+/// Most segments one lock holder formats for the claimers waiting on it.
+pub const MAX_FORMAT_BATCH: u32 = 16;
 
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 0;
@@ -245,11 +247,13 @@ impl crate::heap::DeviceHeap {
         self.mem + gid * block_bytes(c)
     }
 
-    /// Per-class lock word held while one thread formats a segment for the class.
+    /// Per-class lock word held while one thread formats segments for the class, and the
+    /// count of claimers waiting for it.
     #[inline(always)]
-    fn format_lock(&self, c: usize) -> &Atom32 {
-        // SAFETY: the layout reserved NUM_CLASSES words at format_lock_off.
-        unsafe { &crate::atomic::words32(self.meta + self.layout().format_lock_off, NUM_CLASSES)[c] }
+    fn format_lock(&self, c: usize) -> (&Atom32, &Atom32) {
+        // SAFETY: the layout reserved 2 * NUM_CLASSES words at format_lock_off.
+        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_CLASSES) };
+        (&w[2 * c], &w[2 * c + 1])
     }
 
     /// Takes a block from the tree of class `c` and counts it out of its segment.
@@ -269,33 +273,54 @@ impl crate::heap::DeviceHeap {
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
         // Formatting is serialised per class, so that a burst of claimers that find the tree
-        // empty does not format a segment each (and spread the heap). A class with one
-        // block per segment gains nothing from waiting and formats directly.
-        let single = blocks_per_segment(c) == 1;
-        let lock = self.format_lock(c);
+        // empty does not format a segment each (and spread the heap); the lock holder formats
+        // enough segments for the claimers waiting. A class with one block per segment gains
+        // nothing from waiting and formats directly.
+        let bps = blocks_per_segment(c);
+        let (lock, waiters) = self.format_lock(c);
         let mut ns = crate::BACKOFF_MIN_NS;
+        let mut waiting = false;
+        let mut got = None;
         for _ in 0..BLOCK_CLAIM_ROUNDS {
-            if let Some(gid) = self.claim_from_tree(c) {
-                return Some(gid);
+            got = self.claim_from_tree(c);
+            if got.is_some() {
+                break;
             }
             // AcqRel: the lock orders our format after the previous holder's inserts.
-            if single || lock.cas_acq_rel(0, 1).is_ok() {
-                let got = if single { None } else { self.claim_from_tree(c) };
-                let got = got.or_else(|| {
-                    let seg = self.seg_tree().claim_from(0)?;
-                    self.format_segment(seg as u32, c);
-                    Some(seg << blocks_per_segment_shift(c))
-                });
-                if !single {
+            if bps == 1 || lock.cas_acq_rel(0, 1).is_ok() {
+                got = if bps == 1 { None } else { self.claim_from_tree(c) };
+                if got.is_none() {
+                    // Relaxed: a sizing hint.
+                    let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
+                    let segs = want.div_ceil(bps).clamp(1, MAX_FORMAT_BATCH);
+                    for i in 0..segs {
+                        let Some(seg) = self.seg_tree().claim_from(0) else { break };
+                        self.format_segment(seg as u32, c, i == 0);
+                        if i == 0 {
+                            got = Some(seg << blocks_per_segment_shift(c));
+                        }
+                    }
+                }
+                if bps > 1 {
                     // Release: hands the lock on.
                     lock.store_release(0);
                 }
                 // Out of segments: a block freed meanwhile is the last chance.
-                return got.or_else(|| self.claim_from_tree(c));
+                got = got.or_else(|| self.claim_from_tree(c));
+                break;
+            }
+            if !waiting {
+                waiting = true;
+                // Relaxed: a sizing hint for the lock holder.
+                waiters.fetch_add_relaxed(1);
             }
             crate::backoff(&mut ns);
         }
-        None
+        if waiting {
+            // Relaxed: as above.
+            waiters.fetch_add_relaxed(u32::MAX);
+        }
+        got
     }
 
     /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back

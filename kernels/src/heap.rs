@@ -88,7 +88,7 @@ impl HeapLayout {
         let current_off = off;
         off += NUM_CLASSES as u64 * shards as u64 * 8;
         let format_lock_off = off;
-        off += align8(NUM_CLASSES as u64 * 4);
+        off += align8(2 * NUM_CLASSES as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
         Self {
@@ -282,8 +282,9 @@ impl DeviceHeap {
         }
         let off = p - self.mem;
         let seg = (off >> SEGMENT_SHIFT) as u32;
-        // Acquire: pairs with the release that set the entry before `p` was handed out.
-        let entry = self.seg_table(seg).load_acquire();
+        // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
+        // the caller's free happens-after that malloc; relaxed reads that write or a later one.
+        let entry = self.seg_table(seg).load_relaxed();
         Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
     }
 
@@ -297,19 +298,14 @@ impl DeviceHeap {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Class(c))) => {
                 let local = (in_seg / block_bytes(c)) as u32;
-                let meta = self.block_meta(seg, local);
-                // Acquire: pairs with the release in malloc_block.
-                if meta.kind.load_acquire() == KIND_WHOLE {
-                    if in_seg % block_bytes(c) != 0 {
-                        return self.bump(counter::INVALID_FREE);
-                    }
-                    // Relaxed: the release insert in release_block publishes it.
-                    meta.kind.store_relaxed(KIND_SLICES);
-                    self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
+                // Only a block-aligned pointer can be a whole block: the others skip the load.
+                if in_seg % block_bytes(c) == 0
+                    && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE
+                {
+                    self.free_block(seg, local, c);
+                } else if in_seg % slice_bytes(c) != 0 {
+                    self.bump(counter::INVALID_FREE);
                 } else {
-                    if in_seg % slice_bytes(c) != 0 {
-                        return self.bump(counter::INVALID_FREE);
-                    }
                     self.free_slices_coalesced(seg, local);
                 }
             }
@@ -318,13 +314,27 @@ impl DeviceHeap {
         }
     }
 
+    /// Frees a whole block.
+    #[inline(never)]
+    fn free_block(&self, seg: u32, local: u32, c: usize) {
+        // Relaxed: the release insert in release_block publishes it.
+        self.block_meta(seg, local).kind.store_relaxed(KIND_SLICES);
+        self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
+    }
+
     /// The lanes freeing slices of the same block give them back with one atomic.
     #[inline(always)]
     fn free_slices_coalesced(&self, seg: u32, local: u32) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
         if arch::lane_id() == peers.trailing_zeros() {
-            self.release_slices(seg, local, peers.count_ones());
+            // One check per group: interior pointers of a whole block are not slices.
+            // Relaxed: as in `locate`.
+            if self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
+                self.counter(counter::INVALID_FREE).fetch_add_relaxed(peers.count_ones() as u64);
+            } else {
+                self.release_slices(seg, local, peers.count_ones());
+            }
         }
     }
 

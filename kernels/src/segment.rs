@@ -97,11 +97,12 @@ impl DeviceHeap {
         self.mem + ((seg as u64) << SEGMENT_SHIFT)
     }
 
-    /// Formats the just-claimed segment `seg` for class `c`. Its block 0 stays with the
-    /// caller; the others go into the class tree.
+    /// Formats the just-claimed segment `seg` for class `c`. With `keep_first`, its block 0
+    /// stays with the caller; every other block goes into the class tree.
     #[inline(never)]
-    pub(crate) fn format_segment(&self, seg: u32, c: usize) {
+    pub(crate) fn format_segment(&self, seg: u32, c: usize, keep_first: bool) {
         let bps = blocks_per_segment(c);
+        let kept = keep_first as u32;
         // Relaxed parks; the release stores and inserts below publish them.
         for local in 0..bps {
             self.block_meta(seg, local).park();
@@ -109,11 +110,11 @@ impl DeviceHeap {
         // Release: orders the metadata writes above before the entry; `free` reads the entry
         // only for pointers handed out after the tree inserts below, which also publish it.
         self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | c as u32);
-        // Release: block 0 is out; ordered before the inserts so claimers count from 1.
-        self.seg_out(seg).store_release(1);
-        if bps > 1 {
+        // Release: the kept block is out; ordered before the inserts so claimers count on.
+        self.seg_out(seg).store_release(kept);
+        if bps > kept {
             let base = (seg as u64) << blocks_per_segment_shift_of(c);
-            self.block_tree(c).insert_range(base + 1, bps as u64 - 1);
+            self.block_tree(c).insert_range(base + kept as u64, (bps - kept) as u64);
         }
     }
 
