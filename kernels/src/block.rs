@@ -305,9 +305,14 @@ impl crate::heap::DeviceHeap {
                     // Release: hands the lock on.
                     lock.store_release(0);
                 }
-                // Out of segments: a block freed meanwhile is the last chance.
                 got = got.or_else(|| self.claim_from_tree(c));
-                break;
+                // Out of memory only when both trees are empty; a claim that lost its races
+                // to other claimers tries again.
+                if got.is_some()
+                    || (self.seg_tree().successor(0).is_none() && self.block_tree(c).successor(0).is_none())
+                {
+                    break;
+                }
             }
             if !waiting {
                 waiting = true;

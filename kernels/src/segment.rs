@@ -103,10 +103,9 @@ impl DeviceHeap {
     pub(crate) fn format_segment(&self, seg: u32, c: usize, keep_first: bool) {
         let bps = blocks_per_segment(c);
         let kept = keep_first as u32;
-        // Relaxed parks; the release stores and inserts below publish them.
-        for local in 0..bps {
-            self.block_meta(seg, local).park();
-        }
+        // The blocks' metadata needs no reset: a slot that served before was parked when its
+        // block went back to its tree (and every block of a reclaimed segment had), and a slot
+        // never installed is all zeros, which no stale warp can name.
         // Release: orders the metadata writes above before the entry; `free` reads the entry
         // only for pointers handed out after the tree inserts below, which also publish it.
         self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | c as u32);

@@ -158,7 +158,8 @@ impl DeviceHeap {
             let m = self.block_meta(seg, local);
             let (w, freed) = (m.alloc.load_acquire(), m.freed.load_acquire());
             if self.block_tree(c).contains(gid) {
-                if count_of(w) < SLICES_PER_BLOCK || freed != 0 {
+                // Parked, or never installed (all zeros).
+                if (count_of(w) < SLICES_PER_BLOCK && w != 0) || freed != 0 {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
                 continue;
