@@ -3,7 +3,8 @@
 
 use std::process::Command;
 
-const KERNELS: [&str; 11] = [
+const KERNELS: [&str; 12] = [
+    "veballoc_trim_segments",
     "bump_malloc",
     "cuda_malloc",
     "cuda_free",

@@ -59,6 +59,9 @@ struct Cli {
     /// Iterations for CUDA malloc points.
     #[arg(long, default_value_t = 1, global = true)]
     cuda_iters: u32,
+    /// JIT register cap for veballoc's kernels (0: none).
+    #[arg(long, default_value_t = veballoc::DEFAULT_MAX_REGISTERS, global = true)]
+    maxreg: u32,
     /// Output folder for CSV and JSON.
     #[arg(long, default_value = "bench/results/latest", global = true)]
     out: PathBuf,
@@ -134,6 +137,7 @@ struct Report<'a> {
     iters: u32,
     heap_bytes: u64,
     block: u32,
+    max_registers: u32,
     points: &'a [Point],
 }
 
@@ -424,6 +428,7 @@ impl Bench {
             iters: self.cli.iters,
             heap_bytes: self.cli.heap_gib << 30,
             block: BLOCK,
+            max_registers: self.cli.maxreg,
             points: &self.points,
         };
         let json = self.cli.out.join(format!("{name}.json"));
@@ -478,7 +483,7 @@ fn date_utc() -> String {
 
 fn main() {
     let cli = Cli::parse();
-    let gpu = match Gpu::new() {
+    let gpu = match Gpu::with_max_registers(cli.maxreg) {
         Ok(g) => g,
         Err(e) => {
             eprintln!("veballoc-bench: {e}.\nThere is nothing to measure on this machine: run it where an NVIDIA GPU and its driver are present.");
@@ -486,12 +491,13 @@ fn main() {
         }
     };
     println!(
-        "GPU: {} | driver {} | {} SMs | {} MiB | rev {}",
+        "GPU: {} | driver {} | {} SMs | {} MiB | rev {} | JIT register cap {}",
         gpu.name(),
         gpu.driver_version(),
         gpu.multiprocessors(),
         gpu.total_memory() >> 20,
-        env!("VEBALLOC_GIT_REV")
+        env!("VEBALLOC_GIT_REV"),
+        cli.maxreg
     );
     if cli.allocators.iter().any(|a| a == "cuda") {
         // CUDA's device heap limit, as in the protocol (8 GiB by default).

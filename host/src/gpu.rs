@@ -6,11 +6,16 @@ use std::sync::Arc;
 use cust::context::Context as CuContext;
 use cust::device::Device;
 use cust::function::{BlockSize, GridSize};
-use cust::module::Module;
+use cust::module::{Module, ModuleJitOption};
 use cust::stream::{Stream, StreamFlags};
 use cust::CudaFlags;
 
 use crate::error::{Context, Error, Result};
+
+/// Register cap for the JIT: the driver compiled the allocator's kernels to 168 registers
+/// per thread without one (one 256-thread block per SM, 12.5% occupancy on an H200); the
+/// slow paths spill a little under the cap, the hot path keeps 4 blocks per SM in flight.
+pub const DEFAULT_MAX_REGISTERS: u32 = 64;
 
 /// veballoc's kernels, compiled from `kernels/` by build.rs.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
@@ -39,12 +44,20 @@ pub struct Gpu {
 }
 
 impl Gpu {
-    /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU).
+    /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU), with
+    /// `DEFAULT_MAX_REGISTERS`.
     pub fn new() -> Result<Gpu> {
+        Self::with_max_registers(DEFAULT_MAX_REGISTERS)
+    }
+
+    /// As [`Gpu::new`], capping the registers per thread of veballoc's kernels at `max`
+    /// (0: no cap). The cap sets how many warps an SM keeps in flight.
+    pub fn with_max_registers(max: u32) -> Result<Gpu> {
         cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e:?}")))?;
         let device = Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
-        let module = Module::from_ptx(PTX, &[]).map_err(Error::PtxLoad)?;
+        let opts = if max > 0 { vec![ModuleJitOption::MaxRegisters(max)] } else { vec![] };
+        let module = Module::from_ptx(PTX, &opts).map_err(Error::PtxLoad)?;
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;
         let mut driver = 0i32;
         // SAFETY: cuDriverGetVersion writes one int.

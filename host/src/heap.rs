@@ -114,10 +114,16 @@ impl Heap {
     pub fn trim(&self) -> Result<()> {
         let mut arg = self.arg();
         let slots = veballoc_kernels::block::NUM_CLASSES as u64 * self.layout.shards as u64;
-        // SAFETY: veballoc_trim takes one DeviceHeap.
+        // SAFETY: both kernels take one DeviceHeap; the stream orders them.
         unsafe {
-            self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, &[&mut arg as *mut _ as *mut c_void])?
-        };
+            self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, &[&mut arg as *mut _ as *mut c_void])?;
+            self.gpu.launch(
+                "veballoc_trim_segments",
+                self.layout.num_segments as u64,
+                MAINT_BLOCK,
+                &[&mut arg as *mut _ as *mut c_void],
+            )?;
+        }
         self.gpu.sync()
     }
 

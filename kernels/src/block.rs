@@ -81,6 +81,8 @@ pub const fn block_class(size: u64) -> usize {
 /// Rounds a block claimer waits for another thread's format of the class before it
 /// reports out-of-memory (with exponential backoff: about 4 ms in all).
 pub const BLOCK_CLAIM_ROUNDS: u32 = 2048;
+/// Classes with at least this many blocks per segment format under the class's lock.
+pub const LOCKED_FORMAT_MIN_BLOCKS: u32 = 16;
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
@@ -272,11 +274,13 @@ impl crate::heap::DeviceHeap {
     /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        // Formatting is serialised per class, so that a burst of claimers that find the tree
-        // empty does not format a segment each (and spread the heap); the lock holder formats
-        // enough segments for the claimers waiting. A class with one block per segment gains
-        // nothing from waiting and formats directly.
+        // For classes of many blocks per segment, formatting is serialised, so that a burst of
+        // claimers that find the tree empty does not format a segment each (and spread the
+        // heap); the lock holder formats enough segments for the claimers waiting. Classes of
+        // few blocks per segment waste little by formatting one segment per claimer, and
+        // waiting would cost them more.
         let bps = blocks_per_segment(c);
+        let locked = bps >= LOCKED_FORMAT_MIN_BLOCKS;
         let (lock, waiters) = self.format_lock(c);
         let mut ns = crate::BACKOFF_MIN_NS;
         let mut waiting = false;
@@ -287,12 +291,12 @@ impl crate::heap::DeviceHeap {
                 break;
             }
             // AcqRel: the lock orders our format after the previous holder's inserts.
-            if bps == 1 || lock.cas_acq_rel(0, 1).is_ok() {
-                got = if bps == 1 { None } else { self.claim_from_tree(c) };
+            if !locked || lock.cas_acq_rel(0, 1).is_ok() {
+                got = if locked { self.claim_from_tree(c) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
-                    let segs = want.div_ceil(bps).clamp(1, MAX_FORMAT_BATCH);
+                    let segs = if locked { want.div_ceil(bps).clamp(1, MAX_FORMAT_BATCH) } else { 1 };
                     for i in 0..segs {
                         let Some(seg) = self.seg_tree().claim_from(0) else { break };
                         self.format_segment(seg as u32, c, i == 0);
@@ -301,7 +305,7 @@ impl crate::heap::DeviceHeap {
                         }
                     }
                 }
-                if bps > 1 {
+                if locked {
                     // Release: hands the lock on.
                     lock.store_release(0);
                 }

@@ -25,6 +25,15 @@ pub unsafe extern "ptx-kernel" fn veballoc_trim(heap: DeviceHeap) {
     }
 }
 
+/// One thread per segment, after `veballoc_trim`: wholly free segments go back to the tree.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_trim_segments(heap: DeviceHeap) {
+    let i = arch::global_thread_x();
+    if i < heap.layout().num_segments as u64 {
+        heap.trim_segment(i as u32);
+    }
+}
+
 /// Size of thread `i`'s allocation: `sizes[i]` when given, else `size`.
 #[inline(always)]
 unsafe fn size_of_thread(size: u64, sizes: *const u32, i: u64) -> u64 {

@@ -147,6 +147,19 @@ impl DeviceHeap {
         }
     }
 
+    /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
+    /// out (segments formatted ahead for waiting claimers that nobody used, or whose last
+    /// reclaim gave up). For `trim`.
+    pub fn trim_segment(&self, seg: u32) {
+        // Relaxed: a hint; try_reclaim decides under its flag.
+        if let SegKind::Class(c) = seg_kind(self.seg_table(seg).load_relaxed()) {
+            // Relaxed: as above.
+            if self.seg_out(seg).load_relaxed() == 0 {
+                self.try_reclaim(seg, c);
+            }
+        }
+    }
+
     /// Claims `k` contiguous segments for a request larger than a segment; returns the first.
     #[inline(never)]
     pub(crate) fn claim_large(&self, k: u64) -> Option<u32> {
