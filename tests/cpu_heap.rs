@@ -321,3 +321,44 @@ fn invalid_frees_are_counted_not_fatal() {
     assert_eq!(s.bytes_in_use, 0);
     assert_eq!(s.invalid_frees, 5);
 }
+
+#[test]
+fn out_of_memory_reaches_slices_in_other_shards_blocks() {
+    // Two segments of 4 KiB slices = 2 blocks of 4096 slices, shared by 8 threads on 8
+    // shards, each wanting at most 1500: the two threads that install the blocks take 3000,
+    // so the other 5192 slices reach the others only if, before reporting null, a thread
+    // takes what other shards' blocks still hold.
+    const THREADS: usize = 8;
+    const WANT: usize = 1500;
+    let cpu = CpuHeap::new(2, SHARDS);
+    let h = cpu.heap();
+    let served: u64 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..THREADS)
+            .map(|t| {
+                s.spawn(move || {
+                    set_host_thread_index(t as u64);
+                    let mut mine = Vec::new();
+                    while mine.len() < WANT {
+                        let p = h.malloc(4096);
+                        if p.is_null() {
+                            break;
+                        }
+                        mine.push(p as u64);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let all: Vec<u64> = hs.into_iter().flat_map(|h| h.join().unwrap()).collect();
+        let mut sorted = all.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), all.len(), "a slice was handed out twice");
+        for p in &all {
+            h.free(*p as *mut u8);
+        }
+        all.len() as u64
+    });
+    assert_eq!(served, 2 * SLICES_PER_BLOCK as u64, "every slice of the heap was handed out");
+    assert_empty(h);
+}

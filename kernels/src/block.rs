@@ -81,8 +81,9 @@ pub const fn block_class(size: u64) -> usize {
 /// Rounds a block claimer waits for another thread's format of the class before it
 /// reports out-of-memory (with exponential backoff: about 4 ms in all).
 pub const BLOCK_CLAIM_ROUNDS: u32 = 2048;
-/// Classes with at least this many blocks per segment format under the class's lock.
-pub const LOCKED_FORMAT_MIN_BLOCKS: u32 = 16;
+/// Threads that may format segments for one class at the same time: more formatters clear a
+/// burst of claimers sooner, each one adds at most a segment of over-formatting.
+pub const FORMATTERS_PER_CLASS: u32 = 4;
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
@@ -258,6 +259,14 @@ impl crate::heap::DeviceHeap {
         (&w[2 * c], &w[2 * c + 1])
     }
 
+    /// Enters the class's formatter semaphore if fewer than FORMATTERS_PER_CLASS are in.
+    fn enter_format(lock: &Atom32) -> bool {
+        // Relaxed: the CAS decides.
+        let v = lock.load_relaxed();
+        // AcqRel: entering orders our format after earlier formatters' inserts.
+        v < FORMATTERS_PER_CLASS && lock.cas_acq_rel(v, v + 1).is_ok()
+    }
+
     /// Takes a block from the tree of class `c` and counts it out of its segment.
     fn claim_from_tree(&self, c: usize) -> Option<u64> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
@@ -274,13 +283,12 @@ impl crate::heap::DeviceHeap {
     /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        // For classes of many blocks per segment, formatting is serialised, so that a burst of
-        // claimers that find the tree empty does not format a segment each (and spread the
-        // heap); the lock holder formats enough segments for the claimers waiting. Classes of
-        // few blocks per segment waste little by formatting one segment per claimer, and
-        // waiting would cost them more.
+        // At most FORMATTERS_PER_CLASS threads format segments for a class at once, so that a
+        // burst of claimers that find the tree empty does not format a segment each (and
+        // spread the heap); each formatter formats its share of what the waiting claimers
+        // need. A class with one block per segment formats directly: nothing to share.
         let bps = blocks_per_segment(c);
-        let locked = bps >= LOCKED_FORMAT_MIN_BLOCKS;
+        let locked = bps > 1;
         let (lock, waiters) = self.format_lock(c);
         let mut ns = crate::BACKOFF_MIN_NS;
         let mut waiting = false;
@@ -290,13 +298,16 @@ impl crate::heap::DeviceHeap {
             if got.is_some() {
                 break;
             }
-            // AcqRel: the lock orders our format after the previous holder's inserts.
-            if !locked || lock.cas_acq_rel(0, 1).is_ok() {
+            if !locked || Self::enter_format(lock) {
                 got = if locked { self.claim_from_tree(c) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
-                    let segs = if locked { want.div_ceil(bps).clamp(1, MAX_FORMAT_BATCH) } else { 1 };
+                    let segs = if locked {
+                        want.div_ceil(bps * FORMATTERS_PER_CLASS).clamp(1, MAX_FORMAT_BATCH)
+                    } else {
+                        1
+                    };
                     for i in 0..segs {
                         let Some(seg) = self.seg_tree().claim_from(0) else { break };
                         self.format_segment(seg as u32, c, i == 0);
@@ -306,8 +317,8 @@ impl crate::heap::DeviceHeap {
                     }
                 }
                 if locked {
-                    // Release: hands the lock on.
-                    lock.store_release(0);
+                    // Release: our inserts happen-before the next formatter's entry.
+                    lock.fetch_sub_acq_rel(1);
                 }
                 got = got.or_else(|| self.claim_from_tree(c));
                 // Out of memory only when both trees are empty; a claim that lost its races

@@ -81,7 +81,37 @@ impl DeviceHeap {
             match self.replace(c, slot, cur) {
                 Some(true) => {}
                 Some(false) => crate::backoff(&mut ns),
-                None => return None,
+                // No block left: what other multiprocessors' current blocks still hold is the
+                // last memory of this class.
+                None => return self.steal(c, n),
+            }
+        }
+        None
+    }
+
+    /// Takes up to `n` slices from any current block of class `c` (when no new block can be
+    /// had: without this, slices left in other shards' blocks would be out of reach).
+    #[inline(never)]
+    fn steal(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        let shift = blocks_per_segment_shift(c);
+        for shard in 0..self.layout().shards {
+            // Relaxed: as in take_slices.
+            let cur = self.current(c, shard).load_relaxed();
+            if cur == 0 || cur == INSTALLING {
+                continue;
+            }
+            let (epoch, gid) = decode_slot(cur);
+            let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+            let meta = self.block_meta(seg, local);
+            if !meta.may_have_slices(epoch) {
+                continue;
+            }
+            match meta.take(epoch, n) {
+                Take::Fresh { start, got, .. } if got > 0 => {
+                    return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+                }
+                Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
+                _ => {}
             }
         }
         None
