@@ -81,9 +81,26 @@ pub const fn block_class(size: u64) -> usize {
 /// Rounds a block claimer waits for another thread's format of the class before it
 /// reports out-of-memory (with exponential backoff: about 4 ms in all).
 pub const BLOCK_CLAIM_ROUNDS: u32 = 2048;
-/// Threads that may format segments for one class at the same time: more formatters clear a
-/// burst of claimers sooner, each one adds at most a segment of over-formatting.
-pub const FORMATTERS_PER_CLASS: u32 = 4;
+/// Threads that may format segments for one class at the same time, at most: more
+/// formatters clear a burst of claimers sooner, but each adds up to a segment of blocks
+/// nobody asked for yet (see `formatters`).
+pub const MAX_FORMATTERS: u32 = 4;
+/// Blocks that concurrent formatting may put in a class's tree at once: caps the formatters
+/// of many-block classes (one for 16-64 B slices, whose segments hold 64-256 blocks).
+pub const FORMAT_BURST_BLOCKS: u32 = 64;
+
+/// Concurrent formatters for class `c`.
+#[inline(always)]
+pub const fn formatters(c: usize) -> u32 {
+    let k = FORMAT_BURST_BLOCKS / blocks_per_segment(c);
+    if k < 1 {
+        1
+    } else if k > MAX_FORMATTERS {
+        MAX_FORMATTERS
+    } else {
+        k
+    }
+}
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
@@ -259,12 +276,12 @@ impl crate::heap::DeviceHeap {
         (&w[2 * c], &w[2 * c + 1])
     }
 
-    /// Enters the class's formatter semaphore if fewer than FORMATTERS_PER_CLASS are in.
-    fn enter_format(lock: &Atom32) -> bool {
+    /// Enters the class's formatter semaphore if fewer than `max` formatters are in.
+    fn enter_format(lock: &Atom32, max: u32) -> bool {
         // Relaxed: the CAS decides.
         let v = lock.load_relaxed();
         // AcqRel: entering orders our format after earlier formatters' inserts.
-        v < FORMATTERS_PER_CLASS && lock.cas_acq_rel(v, v + 1).is_ok()
+        v < max && lock.cas_acq_rel(v, v + 1).is_ok()
     }
 
     /// Takes a block from the tree of class `c` and counts it out of its segment.
@@ -283,7 +300,7 @@ impl crate::heap::DeviceHeap {
     /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        // At most FORMATTERS_PER_CLASS threads format segments for a class at once, so that a
+        // At most `formatters(c)` threads format segments for a class at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
         // need. A class with one block per segment formats directly: nothing to share.
@@ -298,13 +315,13 @@ impl crate::heap::DeviceHeap {
             if got.is_some() {
                 break;
             }
-            if !locked || Self::enter_format(lock) {
+            if !locked || Self::enter_format(lock, formatters(c)) {
                 got = if locked { self.claim_from_tree(c) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
                     let segs = if locked {
-                        want.div_ceil(bps * FORMATTERS_PER_CLASS).clamp(1, MAX_FORMAT_BATCH)
+                        want.div_ceil(bps * formatters(c)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
                         1
                     };

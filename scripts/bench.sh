@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The project's main command: the benchmark harness. Installs what is missing, builds, and
+# runs `veballoc-bench` with the given arguments (default: `all`). Results go to
+# bench/results/latest unless --out says otherwise. Without a GPU it says so and exits 2.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >&2
+source scripts/env.sh
+cargo build --release -p veballoc-bench >&2
+[ $# -gt 0 ] || set -- all
+exec target/release/veballoc-bench "$@"
