@@ -8,5 +8,7 @@ scripts/setup.sh
 source scripts/env.sh
 echo "== cargo test (workspace: CPU heap, vEB, host, GPU tests that skip without a GPU)"
 cargo test --workspace --release 2>&1
+echo "== GPU tests again, uncaptured, so that a skip says why (one at a time where a GPU exists)"
+cargo test --release --test gpu -- --nocapture --test-threads=1 2>&1
 echo "== loom models (RUSTFLAGS=--cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p veballoc-kernels --release --test loom 2>&1
