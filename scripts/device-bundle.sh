@@ -14,6 +14,12 @@ for l in sys.stdin:
 cp "$exe" .devbin/gpu-tests
 cargo build --release -p veballoc-bench
 cp target/release/veballoc-bench .devbin/
+benchexe=$(cargo bench -p veballoc-bench --bench host --no-run --message-format=json 2>/dev/null \
+  | python3 -c 'import sys,json
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="host": print(m["executable"])' | tail -n1)
+cp "$benchexe" .devbin/criterion-host
 cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.ptx
-strip .devbin/gpu-tests .devbin/veballoc-bench
+strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host
 ls -la .devbin

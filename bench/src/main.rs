@@ -12,6 +12,8 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use serde::Serialize;
 use veballoc::{Gpu, Heap};
 
+mod plot;
+
 /// Threads per block, as in the protocol.
 const BLOCK: u32 = 256;
 /// Gallatin's published means on an H100 (shared/anchors.md): (size, alloc ms, free ms).
@@ -62,6 +64,12 @@ struct Cli {
     /// JIT register cap for veballoc's kernels (0: none).
     #[arg(long, default_value_t = veballoc::DEFAULT_MAX_REGISTERS, global = true)]
     maxreg: u32,
+    /// Alloc/free rounds per point of `frag`.
+    #[arg(long, default_value_t = 5, global = true)]
+    rounds: u32,
+    /// Heap size for `oom`, in MiB.
+    #[arg(long, default_value_t = 1024, global = true)]
+    oom_heap_mib: u64,
     /// Output folder for CSV and JSON.
     #[arg(long, default_value = "bench/results/latest", global = true)]
     out: PathBuf,
@@ -77,6 +85,12 @@ enum Cmd {
     Scaling,
     /// Time until an 8 GiB heap is ready.
     Init,
+    /// Address range handed out vs live bytes, over repeated alloc/free rounds.
+    Frag,
+    /// Bytes handed out before null, as a share of the heap.
+    Oom,
+    /// The single-size test on one reused heap (warm) next to fresh heaps (cold).
+    Warm,
     /// All of the above.
     All,
 }
@@ -139,6 +153,37 @@ struct Report<'a> {
     block: u32,
     max_registers: u32,
     points: &'a [Point],
+    frag: &'a [FragPoint],
+    oom: &'a [OomPoint],
+}
+
+/// Address range handed out vs live bytes after one alloc round.
+#[derive(Serialize, Clone)]
+struct FragPoint {
+    allocator: String,
+    /// Size, or the maximum for mixed sizes.
+    size: u64,
+    mixed: bool,
+    round: u32,
+    threads: u64,
+    /// Highest address + its size - lowest address.
+    range_bytes: u64,
+    /// Bytes requested (N*S, or the sum of the mixed sizes).
+    live_bytes: u64,
+    ratio: f64,
+}
+
+/// Bytes handed out before null.
+#[derive(Serialize, Clone)]
+struct OomPoint {
+    allocator: String,
+    size: u64,
+    threads: u64,
+    served: u64,
+    heap_bytes: u64,
+    /// served * size / heap_bytes.
+    share: f64,
+    ms: f64,
 }
 
 macro_rules! args {
@@ -151,6 +196,8 @@ struct Bench {
     gpu: Gpu,
     cli: Cli,
     points: Vec<Point>,
+    frag: Vec<FragPoint>,
+    oom: Vec<OomPoint>,
 }
 
 /// How thread i's size is chosen.
@@ -417,6 +464,174 @@ impl Bench {
         Ok(())
     }
 
+    /// The pointers a kernel wrote.
+    fn host_u64s(b: &DeviceBuffer<u64>) -> Res<Vec<u64>> {
+        let mut v = vec![0u64; b.len()];
+        b.copy_to(&mut v[..])?;
+        Ok(v)
+    }
+
+    /// Range handed out (highest end - lowest start) and the number of nulls.
+    fn range_of(ptrs: &[u64], size: impl Fn(usize) -> u64) -> (u64, u64) {
+        let (mut lo, mut hi, mut nulls) = (u64::MAX, 0u64, 0u64);
+        for (i, &p) in ptrs.iter().enumerate() {
+            if p == 0 {
+                nulls += 1;
+            } else {
+                lo = lo.min(p);
+                hi = hi.max(p + size(i));
+            }
+        }
+        (hi.saturating_sub(lo), nulls)
+    }
+
+    fn frag(&mut self, singles: Vec<u64>) -> Res<()> {
+        let n = self.cli.threads;
+        println!(
+            "\nfrag: {n} threads, {} alloc/free rounds on one heap; range handed out / live bytes",
+            self.cli.rounds
+        );
+        println!("{:>9} | {:>22} | {:>22}", "size", "veballoc (round 0, max)", "cuda malloc (round 0)");
+        let list: Vec<(bool, u64)> = singles
+            .into_iter()
+            .map(|s| (false, s))
+            .chain([64u64, 512, 4096].into_iter().map(|s| (true, s)))
+            .collect();
+        for (mixed, s) in list {
+            let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
+            let per = sizes.per_thread(n);
+            let size_of = |i: usize| per.as_ref().map_or(s, |v| v[i] as u64);
+            let live: u64 = (0..n as usize).map(size_of).sum();
+            let sizes_buf = per.as_ref().map(|v| DeviceBuffer::from_slice(v)).transpose()?;
+            let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+            let ptrs = veballoc::zeroed_u64s(n as usize)?;
+            let p = ptrs.as_device_ptr().as_raw();
+            let mut row = Vec::new();
+            let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
+            let (arg, fixed) = (heap.arg(), sizes.fixed());
+            for round in 0..self.cli.rounds {
+                // SAFETY: matches vb_malloc / vb_free.
+                unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, fixed, sizes_dev])? };
+                self.gpu.sync()?;
+                let (range, nulls) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
+                if nulls > 0 {
+                    return Err(format!("frag: veballoc returned {nulls} nulls at size {s}").into());
+                }
+                // SAFETY: as above.
+                unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? };
+                let ratio = range as f64 / live as f64;
+                row.push(ratio);
+                self.frag.push(FragPoint {
+                    allocator: "veballoc".into(),
+                    size: s,
+                    mixed,
+                    round,
+                    threads: n,
+                    range_bytes: range,
+                    live_bytes: live,
+                    ratio,
+                });
+            }
+            heap.destroy()?;
+            let mut cuda = "-".to_string();
+            if self.wants("cuda") && !mixed && self.cli.cuda_sizes.contains(&s) {
+                // SAFETY: matches cuda_malloc / cuda_free.
+                unsafe { self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, fixed, sizes_dev])? };
+                self.gpu.sync()?;
+                let (range, nulls) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
+                unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? };
+                self.gpu.sync()?;
+                let ratio = range as f64 / live as f64;
+                cuda = format!("{ratio:.3}x ({nulls} nulls)");
+                self.frag.push(FragPoint {
+                    allocator: "cuda".into(),
+                    size: s,
+                    mixed,
+                    round: 0,
+                    threads: n,
+                    range_bytes: range,
+                    live_bytes: live,
+                    ratio,
+                });
+            }
+            let max = row.iter().copied().fold(0.0, f64::max);
+            println!(
+                "{:>9} | {:>22} | {:>22}",
+                if mixed { format!("mixed≤{s}") } else { s.to_string() },
+                format!("{:.3}x, {:.3}x", row[0], max),
+                cuda
+            );
+        }
+        Ok(())
+    }
+
+    fn oom(&mut self) -> Res<()> {
+        let heap_bytes = self.cli.oom_heap_mib << 20;
+        println!(
+            "\noom: {} MiB heap, 1.1x more requests than fit; bytes handed out before null / heap",
+            self.cli.oom_heap_mib
+        );
+        println!("{:>10} | {:>10} | {:>10} | {:>8} | {:>9}", "size", "threads", "served", "share", "ms");
+        for s in [16u64, 256, 4096, 65536, 1 << 20, 32 << 20] {
+            let threads = (heap_bytes / s) * 11 / 10 + 64;
+            let ptrs = veballoc::zeroed_u64s(threads as usize)?;
+            let heap = Heap::new(&self.gpu, heap_bytes)?;
+            let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
+            // SAFETY: matches vb_malloc.
+            let ms = self.timed(|| {
+                Ok(unsafe { self.gpu.launch("vb_malloc", threads, BLOCK, args![arg, p, threads, s, zero])? })
+            })?;
+            let served = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x != 0).count() as u64;
+            let share = (served * s) as f64 / heap_bytes as f64;
+            println!("{s:>10} | {threads:>10} | {served:>10} | {:>7.2}% | {ms:>9.3}", 100.0 * share);
+            self.oom.push(OomPoint {
+                allocator: "veballoc".into(),
+                size: s,
+                threads,
+                served,
+                heap_bytes,
+                share,
+                ms,
+            });
+            heap.destroy()?;
+        }
+        Ok(())
+    }
+
+    fn warm(&mut self, list: Vec<u64>) -> Res<()> {
+        let n = self.cli.threads;
+        println!(
+            "\nwarm: {n} threads, {} iterations; cold = fresh heap per iteration, warm = one heap reused",
+            self.cli.iters
+        );
+        println!(
+            "{:>7} | {:>10} {:>10} | {:>10} {:>10}",
+            "size", "cold alloc", "cold free", "warm alloc", "warm free"
+        );
+        for s in list {
+            let cold = self.run_veballoc("warm", Sizes::Fixed(s), n, self.cli.iters, true)?;
+            let ptrs = veballoc::zeroed_u64s(n as usize)?;
+            let (p, zero) = (ptrs.as_device_ptr().as_raw(), 0u64);
+            let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
+            let arg = heap.arg();
+            let (mut ta, mut tf) = (Vec::new(), Vec::new());
+            for _ in 0..self.cli.iters {
+                // SAFETY: matches vb_malloc / vb_free.
+                ta.push(self.timed(|| {
+                    Ok(unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, s, zero])? })
+                })?);
+                self.write_verify(p, n, Sizes::Fixed(s), 0, "veballoc (warm)")?;
+                tf.push(
+                    self.timed(|| Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? }))?,
+                );
+            }
+            heap.destroy()?;
+            let warm = self.record("warm", "veballoc-warm", s, n, ta, tf)?;
+            println!("{s:>7} | {:>10.4} {:>10.4} | {:>10.4} {:>10.4}", cold.0, cold.1, warm.0, warm.1);
+        }
+        Ok(())
+    }
+
     fn save(&self, name: &str) -> Res<()> {
         std::fs::create_dir_all(&self.cli.out)?;
         let report = Report {
@@ -430,12 +645,174 @@ impl Bench {
             block: BLOCK,
             max_registers: self.cli.maxreg,
             points: &self.points,
+            frag: &self.frag,
+            oom: &self.oom,
         };
         let json = self.cli.out.join(format!("{name}.json"));
         std::fs::write(&json, serde_json::to_string_pretty(&report)?)?;
         write_csv(&self.cli.out.join(format!("{name}.csv")), &report)?;
-        println!("\nwrote {} and .csv", json.display());
+        let head = format!(
+            "# gpu={} driver={} date={} rev={}\n",
+            report.gpu, report.driver, report.date_utc, report.git_rev
+        );
+        if !self.frag.is_empty() {
+            let mut t = head.clone() + "allocator,size,mixed,round,threads,range_bytes,live_bytes,ratio\n";
+            for f in &self.frag {
+                t += &format!(
+                    "{},{},{},{},{},{},{},{:.4}\n",
+                    f.allocator, f.size, f.mixed, f.round, f.threads, f.range_bytes, f.live_bytes, f.ratio
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-frag.csv")), t)?;
+        }
+        if !self.oom.is_empty() {
+            let mut t = head + "allocator,size,threads,served,heap_bytes,share,ms\n";
+            for o in &self.oom {
+                t += &format!(
+                    "{},{},{},{},{},{:.4},{:.3}\n",
+                    o.allocator, o.size, o.threads, o.served, o.heap_bytes, o.share, o.ms
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-oom.csv")), t)?;
+        }
+        let plots = self.plots(name);
+        println!(
+            "\nwrote {} and .csv{}",
+            json.display(),
+            if plots.is_empty() { String::new() } else { format!(", plots: {}", plots.join(", ")) }
+        );
         Ok(())
+    }
+
+    /// Draws the plots this run has data for; returns their file names.
+    fn plots(&self, name: &str) -> Vec<String> {
+        let mut made = Vec::new();
+        let series = |test: &str,
+                      alloc: &str,
+                      phase: &str,
+                      threads: Option<u64>,
+                      size: Option<u64>,
+                      by_threads: bool| plot::Series {
+            label: format!("{alloc} {phase}"),
+            points: self
+                .points
+                .iter()
+                .filter(|p| p.test == test && p.allocator == alloc && p.phase == phase)
+                .filter(|p| threads.is_none_or(|t| p.threads == t) && size.is_none_or(|s| p.size == s))
+                .map(|p| (if by_threads { p.threads as f64 } else { p.size as f64 }, p.mean_ms))
+                .collect(),
+            dashed: false,
+        };
+        for (test, gal) in [
+            ("single", &GALLATIN_H100[..]),
+            ("mixed", &GALLATIN_MIXED_H100[..]),
+            ("warm", &GALLATIN_H100[..]),
+        ] {
+            let mut ss = Vec::new();
+            for (alloc, phase) in [
+                ("veballoc", "alloc"),
+                ("veballoc", "free"),
+                ("bump", "alloc"),
+                ("cuda", "alloc"),
+                ("cuda", "free"),
+                ("veballoc-warm", "alloc"),
+                ("veballoc-warm", "free"),
+            ] {
+                let s = series(test, alloc, phase, None, None, false);
+                if !s.points.is_empty() {
+                    ss.push(s);
+                }
+            }
+            if ss.is_empty() {
+                continue;
+            }
+            for (i, phase) in ["alloc", "free"].iter().enumerate() {
+                let pts = gal.iter().map(|g| (g.0 as f64, if i == 0 { g.1 } else { g.2 })).collect();
+                ss.push(plot::Series {
+                    label: format!("Gallatin {phase} (H100, published)"),
+                    points: pts,
+                    dashed: true,
+                });
+            }
+            let file = format!("{name}-{test}.svg");
+            let title = format!(
+                "{test}: {} threads, mean of {} iterations ({})",
+                self.cli.threads,
+                self.cli.iters,
+                self.gpu.name()
+            );
+            let x = if test == "mixed" { "max size (bytes)" } else { "size (bytes)" };
+            match plot::draw(&self.cli.out.join(&file), &title, x, "time (ms)", true, &ss) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            }
+        }
+        let sizes: Vec<u64> = {
+            let mut v: Vec<u64> =
+                self.points.iter().filter(|p| p.test == "scaling").map(|p| p.size).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        if !sizes.is_empty() {
+            let mut ss = Vec::new();
+            for &sz in &sizes {
+                for (alloc, phase) in [("veballoc", "alloc"), ("veballoc", "free"), ("bump", "alloc")] {
+                    let mut s = series("scaling", alloc, phase, None, Some(sz), true);
+                    s.label = format!("{alloc} {phase} {sz} B");
+                    s.dashed = alloc == "bump";
+                    ss.push(s);
+                }
+            }
+            let file = format!("{name}-scaling.svg");
+            match plot::draw(
+                &self.cli.out.join(&file),
+                "scaling: time vs threads",
+                "threads",
+                "time (ms)",
+                true,
+                &ss,
+            ) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            }
+        }
+        if !self.frag.is_empty() {
+            let mut ss = Vec::new();
+            for alloc in ["veballoc", "cuda"] {
+                for mixed in [false, true] {
+                    let pts: Vec<(f64, f64)> = self
+                        .frag
+                        .iter()
+                        .filter(|f| f.allocator == alloc && f.mixed == mixed && f.round == 0)
+                        .map(|f| (f.size as f64, f.ratio))
+                        .collect();
+                    if !pts.is_empty() {
+                        ss.push(plot::Series {
+                            label: format!(
+                                "{alloc} {}",
+                                if mixed { "mixed (x = max)" } else { "single size" }
+                            ),
+                            points: pts,
+                            dashed: alloc == "cuda",
+                        });
+                    }
+                }
+            }
+            let file = format!("{name}-frag.svg");
+            match plot::draw(
+                &self.cli.out.join(&file),
+                "address range handed out / live bytes (first round)",
+                "size (bytes)",
+                "range / live",
+                false,
+                &ss,
+            ) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            }
+        }
+        made
     }
 }
 
@@ -513,7 +890,7 @@ fn main() {
         }
     }
     let cmd = cli.cmd;
-    let mut b = Bench { gpu, cli, points: Vec::new() };
+    let mut b = Bench { gpu, cli, points: Vec::new(), frag: Vec::new(), oom: Vec::new() };
     let pow2 =
         |lo: u64, hi: u64| (lo.trailing_zeros()..=hi.trailing_zeros()).map(|l| 1u64 << l).collect::<Vec<_>>();
     let result = (|| -> Res<()> {
@@ -531,6 +908,17 @@ fn main() {
         if matches!(cmd, Cmd::Init | Cmd::All) {
             b.init()?;
         }
+        if matches!(cmd, Cmd::Frag | Cmd::All) {
+            let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
+            b.frag(list)?;
+        }
+        if matches!(cmd, Cmd::Oom | Cmd::All) {
+            b.oom()?;
+        }
+        if matches!(cmd, Cmd::Warm | Cmd::All) {
+            let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
+            b.warm(list)?;
+        }
         Ok(())
     })();
     let name = match cmd {
@@ -538,6 +926,9 @@ fn main() {
         Cmd::Mixed => "mixed",
         Cmd::Scaling => "scaling",
         Cmd::Init => "init",
+        Cmd::Frag => "frag",
+        Cmd::Oom => "oom",
+        Cmd::Warm => "warm",
         Cmd::All => "all",
     };
     if let Err(e) = b.save(name) {
