@@ -198,6 +198,8 @@ struct Bench {
     points: Vec<Point>,
     frag: Vec<FragPoint>,
     oom: Vec<OomPoint>,
+    /// Null pointers in the last veballoc alloc round.
+    last_nulls: u64,
 }
 
 /// How thread i's size is chosen.
@@ -285,6 +287,8 @@ impl Bench {
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
+            } else {
+                self.last_nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count() as u64;
             }
             // SAFETY: matches vb_free.
             tf.push(self.timed(|| Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? }))?);
@@ -433,16 +437,20 @@ impl Bench {
     fn scaling(&mut self) -> Res<()> {
         let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
         let base = arena.as_device_ptr().as_raw();
-        println!("\nscaling: {} iterations", self.cli.iters);
-        println!("{:>6} {:>9} | {:>10} {:>10} | {:>9}", "size", "threads", "vb alloc", "vb free", "bump");
+        println!("\nscaling: {} iterations (nulls: requests the heap could not serve)", self.cli.iters);
+        println!(
+            "{:>6} {:>9} | {:>10} {:>10} {:>8} | {:>9}",
+            "size", "threads", "vb alloc", "vb free", "nulls", "bump"
+        );
         for size in [16u64, 64, 512, 8192] {
             let max_log = if size == 8192 { 18 } else { 20 };
             for l in 0..=max_log {
                 let n = 1u64 << l;
                 eprint!("  [scaling {size} B, 2^{l}] ...\r");
                 let vb = self.run_veballoc("scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
+                let nulls = self.last_nulls;
                 let bump = self.run_bump("scaling", Sizes::Fixed(size), n, self.cli.iters, base, false)?.0;
-                println!("{size:>6} {n:>9} | {:>10.4} {:>10.4} | {bump:>9.4}", vb.0, vb.1);
+                println!("{size:>6} {n:>9} | {:>10.4} {:>10.4} {nulls:>8} | {bump:>9.4}", vb.0, vb.1);
             }
         }
         Ok(())
@@ -890,7 +898,7 @@ fn main() {
         }
     }
     let cmd = cli.cmd;
-    let mut b = Bench { gpu, cli, points: Vec::new(), frag: Vec::new(), oom: Vec::new() };
+    let mut b = Bench { gpu, cli, points: Vec::new(), frag: Vec::new(), oom: Vec::new(), last_nulls: 0 };
     let pow2 =
         |lo: u64, hi: u64| (lo.trailing_zeros()..=hi.trailing_zeros()).map(|l| 1u64 << l).collect::<Vec<_>>();
     let result = (|| -> Res<()> {
