@@ -264,6 +264,14 @@ impl Bench {
         Ok(())
     }
 
+    /// Per-thread sizes on the device (address, or 0 for one fixed size; keep the buffer
+    /// alive) and a zeroed pointer array.
+    fn buffers(sizes: Sizes, n: u64) -> Res<(Option<DeviceBuffer<u32>>, u64, DeviceBuffer<u64>)> {
+        let buf = sizes.per_thread(n).map(|s| DeviceBuffer::from_slice(&s)).transpose()?;
+        let dev = buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+        Ok((buf, dev, veballoc::zeroed_u64s(n as usize)?))
+    }
+
     fn run_veballoc(
         &mut self,
         test: &str,
@@ -272,10 +280,7 @@ impl Bench {
         iters: u32,
         verify: bool,
     ) -> Res<(f64, f64)> {
-        let per = sizes.per_thread(n);
-        let sizes_buf = per.as_ref().map(|s| DeviceBuffer::from_slice(s)).transpose()?;
-        let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-        let ptrs = veballoc::zeroed_u64s(n as usize)?;
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
         for _ in 0..iters {
@@ -329,10 +334,7 @@ impl Bench {
     }
 
     fn run_cuda(&mut self, test: &str, sizes: Sizes, n: u64, iters: u32, verify: bool) -> Res<(f64, f64)> {
-        let per = sizes.per_thread(n);
-        let sizes_buf = per.as_ref().map(|s| DeviceBuffer::from_slice(s)).transpose()?;
-        let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-        let ptrs = veballoc::zeroed_u64s(n as usize)?;
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
         for _ in 0..iters {
@@ -695,6 +697,19 @@ impl Bench {
     /// Draws the plots this run has data for; returns their file names.
     fn plots(&self, name: &str) -> Vec<String> {
         let mut made = Vec::new();
+        // Draws one plot; a failure is reported and the run goes on.
+        let mut emit =
+            |file: String, title: &str, x: &str, log_y: bool, y: &str, ss: &[plot::Series]| match plot::draw(
+                &self.cli.out.join(&file),
+                title,
+                x,
+                y,
+                log_y,
+                ss,
+            ) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            };
         let series = |test: &str,
                       alloc: &str,
                       phase: &str,
@@ -750,10 +765,7 @@ impl Bench {
                 self.gpu.name()
             );
             let x = if test == "mixed" { "max size (bytes)" } else { "size (bytes)" };
-            match plot::draw(&self.cli.out.join(&file), &title, x, "time (ms)", true, &ss) {
-                Ok(()) => made.push(file),
-                Err(e) => eprintln!("warning: plot {file}: {e}"),
-            }
+            emit(file, &title, x, true, "time (ms)", &ss);
         }
         let sizes: Vec<u64> = {
             let mut v: Vec<u64> =
@@ -772,18 +784,14 @@ impl Bench {
                     ss.push(s);
                 }
             }
-            let file = format!("{name}-scaling.svg");
-            match plot::draw(
-                &self.cli.out.join(&file),
+            emit(
+                format!("{name}-scaling.svg"),
                 "scaling: time vs threads",
                 "threads",
-                "time (ms)",
                 true,
+                "time (ms)",
                 &ss,
-            ) {
-                Ok(()) => made.push(file),
-                Err(e) => eprintln!("warning: plot {file}: {e}"),
-            }
+            );
         }
         if !self.frag.is_empty() {
             let mut ss = Vec::new();
@@ -807,18 +815,14 @@ impl Bench {
                     }
                 }
             }
-            let file = format!("{name}-frag.svg");
-            match plot::draw(
-                &self.cli.out.join(&file),
+            emit(
+                format!("{name}-frag.svg"),
                 "address range handed out / live bytes (first round)",
                 "size (bytes)",
-                "range / live",
                 false,
+                "range / live",
                 &ss,
-            ) {
-                Ok(()) => made.push(file),
-                Err(e) => eprintln!("warning: plot {file}: {e}"),
-            }
+            );
         }
         made
     }
