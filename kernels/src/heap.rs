@@ -8,7 +8,7 @@ use crate::block::{
     block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
     KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
-use crate::segment::{seg_kind, SegKind};
+use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::veb::{full_word, word_position, VebLayout};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -254,9 +254,16 @@ impl DeviceHeap {
             return core::ptr::null_mut();
         };
         let shift = blocks_per_segment_shift(c);
-        let meta = self.block_meta((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+        let seg = (gid >> shift) as u32;
+        let meta = self.block_meta(seg, (gid & ((1 << shift) - 1)) as u32);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
+        let table = self.seg_table(seg);
+        // Relaxed check, then AcqRel set: free reads the flag (after the user's own
+        // synchronisation with this malloc) to know it must check kinds in this segment.
+        if table.load_relaxed() & SegFlags::HAS_WHOLE.bits() == 0 {
+            table.fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
+        }
         self.block_addr(c, gid) as usize as *mut u8
     }
 
@@ -273,10 +280,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Where `p` lives: its segment and the segment's table entry, or `None` when `p` is not
-    /// in the heap.
+    /// Where `p` lives: its segment, offset in it, what the segment holds, and whether it has
+    /// handed out whole blocks; `None` when `p` is not in the heap.
     #[inline(always)]
-    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind)> {
+    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind, bool)> {
         if p < self.mem || p >= self.mem + self.capacity() {
             return None;
         }
@@ -285,7 +292,7 @@ impl DeviceHeap {
         // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
         // the caller's free happens-after that malloc; relaxed reads that write or a later one.
         let entry = self.seg_table(seg).load_relaxed();
-        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
+        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry), entry & SegFlags::HAS_WHOLE.bits() != 0))
     }
 
     /// Frees `ptr` (null is ignored). Pointers the heap never handed out are counted in
@@ -296,20 +303,22 @@ impl DeviceHeap {
             return;
         }
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c))) => {
+            Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
                 let local = (in_seg / block_bytes(c)) as u32;
-                // Only a block-aligned pointer can be a whole block: the others skip the load.
-                if in_seg % block_bytes(c) == 0
+                // Only a block-aligned pointer in a segment that handed out whole blocks can be
+                // one. Relaxed: as in `locate`.
+                if has_whole
+                    && in_seg % block_bytes(c) == 0
                     && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE
                 {
                     self.free_block(seg, local, c);
                 } else if in_seg % slice_bytes(c) != 0 {
                     self.bump(counter::INVALID_FREE);
                 } else {
-                    self.free_slices_coalesced(seg, local);
+                    self.free_slices_coalesced(seg, local, has_whole);
                 }
             }
-            Some((seg, 0, SegKind::LargeHead)) => self.free_large(seg),
+            Some((seg, 0, SegKind::LargeHead, _)) => self.free_large(seg),
             _ => self.bump(counter::INVALID_FREE),
         }
     }
@@ -324,13 +333,13 @@ impl DeviceHeap {
 
     /// The lanes freeing slices of the same block give them back with one atomic.
     #[inline(always)]
-    fn free_slices_coalesced(&self, seg: u32, local: u32) {
+    fn free_slices_coalesced(&self, seg: u32, local: u32, has_whole: bool) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
         if arch::lane_id() == peers.trailing_zeros() {
-            // One check per group: interior pointers of a whole block are not slices.
-            // Relaxed: as in `locate`.
-            if self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
+            // One check per group, and only in segments that hand out whole blocks: interior
+            // pointers of a whole block are not slices. Relaxed: as in `locate`.
+            if has_whole && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
                 self.counter(counter::INVALID_FREE).fetch_add_relaxed(peers.count_ones() as u64);
             } else {
                 self.release_slices(seg, local, peers.count_ones());
@@ -341,7 +350,7 @@ impl DeviceHeap {
     /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out.
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c))) => {
+            Some((seg, in_seg, SegKind::Class(c), _)) => {
                 // Acquire: as in free.
                 if self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_WHOLE {
                     block_bytes(c)
@@ -350,7 +359,7 @@ impl DeviceHeap {
                 }
             }
             // Acquire: pairs with the release in claim_large.
-            Some((seg, 0, SegKind::LargeHead)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
+            Some((seg, 0, SegKind::LargeHead, _)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
             _ => 0,
         }
     }

@@ -17,6 +17,9 @@ bitflags::bitflags! {
         const LARGE = 1 << 9;
         /// A later segment of a multi-segment run.
         const LARGE_TAIL = 1 << 10;
+        /// Some block of this (formatted) segment was handed out whole since it was
+        /// formatted: only then does `free` need to read a block's kind.
+        const HAS_WHOLE = 1 << 11;
     }
 }
 
@@ -42,7 +45,7 @@ pub enum SegKind {
 
 /// Decodes a segment-table entry.
 pub fn seg_kind(entry: u32) -> SegKind {
-    let f = SegFlags::from_bits_retain(entry & !CLASS_MASK);
+    let f = SegFlags::from_bits_retain(entry & !CLASS_MASK).difference(SegFlags::HAS_WHOLE);
     if entry == 0 {
         SegKind::Free
     } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < crate::block::NUM_CLASSES {

@@ -61,20 +61,22 @@ impl DeviceHeap {
             if cur != 0 {
                 let (epoch, gid) = decode_slot(cur);
                 let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+                // No pre-check of the count: it would put a third dependent round trip on
+                // every warp's path. A late add to a full block takes nothing; the 32-bit count
+                // cannot reach the epoch bits (a warp adds at most 32 per round and re-reads
+                // the slot, which a full block leaves within microseconds).
                 let meta = self.block_meta(seg, local);
-                if meta.may_have_slices(epoch) {
-                    match meta.take(epoch, n) {
-                        Take::Fresh { start, got, exhausted } if got > 0 => {
-                            if exhausted {
-                                // We took the last slices: install the next block now. If
-                                // that fails for lack of memory, what we took is still good.
-                                let _ = self.replace(c, slot, cur);
-                            }
-                            return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+                match meta.take(epoch, n) {
+                    Take::Fresh { start, got, exhausted } if got > 0 => {
+                        if exhausted {
+                            // We took the last slices: install the next block now. If that
+                            // fails for lack of memory, what we took is still good.
+                            let _ = self.replace(c, slot, cur);
                         }
-                        Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
-                        _ => {}
+                        return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
                     }
+                    Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
+                    _ => {}
                 }
             }
             // Empty, full or stale: replace it, unless another warp is already doing so.
