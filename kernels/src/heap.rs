@@ -86,8 +86,7 @@ impl HeapLayout {
         let blocks_off = off;
         off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
         let current_off = off;
-        // Current and next slots (see slice.rs).
-        off += 2 * NUM_CLASSES as u64 * shards as u64 * 8;
+        off += NUM_CLASSES as u64 * shards as u64 * 8;
         let format_lock_off = off;
         off += align8(2 * NUM_CLASSES as u64 * 4);
         let counters_off = off;

@@ -40,21 +40,11 @@ pub const BACKOFF_MIN_NS: u32 = 32;
 /// Longest single sleep: the backoff doubles up to this.
 pub const BACKOFF_MAX_NS: u32 = 2048;
 
-/// Longest single sleep of a warp waiting for its multiprocessor's current block to be
-/// replaced: usually a swap with the prepared next block, a few atomics long.
-pub const SLOT_BACKOFF_MAX_NS: u32 = 256;
-
 /// Sleeps `*ns` and doubles it, up to `BACKOFF_MAX_NS`.
 #[inline(always)]
 pub(crate) fn backoff(ns: &mut u32) {
-    backoff_to(ns, BACKOFF_MAX_NS)
-}
-
-/// Sleeps `*ns` and doubles it, up to `max`.
-#[inline(always)]
-pub(crate) fn backoff_to(ns: &mut u32, max: u32) {
     arch::nanosleep(*ns);
-    *ns = (*ns * 2).min(max);
+    *ns = (*ns * 2).min(BACKOFF_MAX_NS);
 }
 
 #[cfg(not(loom))]

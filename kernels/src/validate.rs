@@ -134,14 +134,12 @@ impl DeviceHeap {
         Ok(s)
     }
 
-    /// Whether (class, block, epoch) sits in a current or next slot.
+    /// Global block indices (with epochs) in the current slots, per class.
     fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
         move |c, gid, epoch| {
             (0..self.layout().shards).any(|sh| {
-                [self.current(c, sh), self.next(c, sh)].iter().any(|slot| {
-                    let v = slot.load_acquire();
-                    v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
-                })
+                let v = self.current(c, sh).load_acquire();
+                v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
             })
         }
     }
