@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 source scripts/env.sh
+echo "== cargo fmt --check, cargo clippy -D warnings"
+cargo fmt --all -- --check
+cargo clippy --workspace --release --all-targets -- -D warnings 2>&1
 echo "== cargo test (workspace: CPU heap, vEB, host, GPU tests that skip without a GPU)"
 cargo test --workspace --release 2>&1
 echo "== GPU tests again, uncaptured, so that a skip says why (one at a time where a GPU exists)"

@@ -233,7 +233,8 @@ impl Sizes {
 }
 
 impl Bench {
-    fn timed(&self, f: impl FnOnce() -> Res<()>) -> Res<f64> {
+    /// Event time (ms) around the launches `f` enqueues.
+    fn timed(&self, f: impl FnOnce() -> veballoc::Result<()>) -> Res<f64> {
         let (a, b) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
         a.record(self.gpu.stream())?;
         f()?;
@@ -287,8 +288,8 @@ impl Bench {
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
             let (arg, size) = (heap.arg(), sizes.fixed());
             // SAFETY: matches vb_malloc.
-            ta.push(self.timed(|| {
-                Ok(unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])? })
+            ta.push(self.timed(|| unsafe {
+                self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
@@ -296,7 +297,7 @@ impl Bench {
                 self.last_nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count() as u64;
             }
             // SAFETY: matches vb_free.
-            tf.push(self.timed(|| Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? }))?);
+            tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
             heap.destroy()?;
         }
         self.record(test, "veballoc", sizes.label(), n, ta, tf)
@@ -323,8 +324,8 @@ impl Bench {
         for _ in 0..iters {
             counter.copy_from(&[0u64][..])?;
             // SAFETY: matches bump_malloc.
-            ta.push(self.timed(|| {
-                Ok(unsafe { self.gpu.launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])? })
+            ta.push(self.timed(|| unsafe {
+                self.gpu.launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])
             })?);
             if verify && n * size <= self.cli.heap_gib << 30 {
                 self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
@@ -340,13 +341,13 @@ impl Bench {
         for _ in 0..iters {
             let size = sizes.fixed();
             // SAFETY: matches cuda_malloc / cuda_free.
-            ta.push(self.timed(|| {
-                Ok(unsafe { self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])? })
+            ta.push(self.timed(|| unsafe {
+                self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "cuda malloc")?;
             }
-            tf.push(self.timed(|| Ok(unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? }))?);
+            tf.push(self.timed(|| unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n]) })?);
         }
         self.record(test, "cuda", sizes.label(), n, ta, tf)
     }
@@ -588,8 +589,8 @@ impl Bench {
             let heap = Heap::new(&self.gpu, heap_bytes)?;
             let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
             // SAFETY: matches vb_malloc.
-            let ms = self.timed(|| {
-                Ok(unsafe { self.gpu.launch("vb_malloc", threads, BLOCK, args![arg, p, threads, s, zero])? })
+            let ms = self.timed(|| unsafe {
+                self.gpu.launch("vb_malloc", threads, BLOCK, args![arg, p, threads, s, zero])
             })?;
             let served = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x != 0).count() as u64;
             let share = (served * s) as f64 / heap_bytes as f64;
@@ -627,13 +628,11 @@ impl Bench {
             let (mut ta, mut tf) = (Vec::new(), Vec::new());
             for _ in 0..self.cli.iters {
                 // SAFETY: matches vb_malloc / vb_free.
-                ta.push(self.timed(|| {
-                    Ok(unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, s, zero])? })
+                ta.push(self.timed(|| unsafe {
+                    self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, s, zero])
                 })?);
                 self.write_verify(p, n, Sizes::Fixed(s), 0, "veballoc (warm)")?;
-                tf.push(
-                    self.timed(|| Ok(unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? }))?,
-                );
+                tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
             }
             heap.destroy()?;
             let warm = self.record("warm", "veballoc-warm", s, n, ta, tf)?;

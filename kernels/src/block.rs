@@ -174,8 +174,8 @@ impl BlockMeta {
         // Relaxed: these are published by the release CAS that installs the block.
         self.kind.store_relaxed(KIND_SLICES);
         self.freed.store_relaxed(0);
-        // AcqRel swap (not a store) so that stale adds are totally ordered with it.
-        self.alloc.swap_acq_rel(((e as u64) << 32) | 0);
+        // AcqRel swap (not a store) so that stale adds are totally ordered with it; count 0.
+        self.alloc.swap_acq_rel((e as u64) << 32);
         e
     }
 

@@ -126,7 +126,7 @@ impl HeapLayout {
 }
 
 const _: () = assert!(core::mem::size_of::<HeapLayout>() as u64 <= HEADER_BYTES);
-const _: () = assert!(core::mem::size_of::<HeapLayout>() % 8 == 0);
+const _: () = assert!(core::mem::size_of::<HeapLayout>().is_multiple_of(8));
 
 impl HeapLayout {
     /// The layout as the words of the metadata header.

@@ -148,11 +148,11 @@ fn threaded_claim_release() {
                 let mut x = th as u64 * 7919;
                 for r in 0..ROUNDS {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-                    if mine.len() < 50 && (x >> 33) % 3 != 0 {
+                    if mine.len() < 50 && !(x >> 33).is_multiple_of(3) {
                         let got =
                             if r % 7 == 0 { t.claim_run(3) } else { t.claim_from((x >> 40) % UNIVERSE) };
                         if let Some(i) = got {
-                            let k = if r % 7 == 0 { 3 } else { 1 };
+                            let k = if r.is_multiple_of(7) { 3 } else { 1 };
                             for j in i..i + k {
                                 let prev = owned[j as usize].swap(1, std::sync::atomic::Ordering::SeqCst);
                                 assert_eq!(prev, 0, "index {j} handed out twice");
