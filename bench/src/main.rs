@@ -347,6 +347,7 @@ impl Bench {
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "cuda malloc")?;
             }
+            // SAFETY: matches the free kernel's signature.
             tf.push(self.timed(|| unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n]) })?);
         }
         self.record(test, "cuda", sizes.label(), n, ta, tf)
@@ -632,6 +633,7 @@ impl Bench {
                     self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, s, zero])
                 })?);
                 self.write_verify(p, n, Sizes::Fixed(s), 0, "veballoc (warm)")?;
+                // SAFETY: matches the free kernel's signature.
                 tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
             }
             heap.destroy()?;

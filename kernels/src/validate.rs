@@ -110,11 +110,13 @@ impl DeviceHeap {
                     self.check_class_segment(seg, c, &current, &mut s)?;
                 }
                 SegKind::LargeHead => {
+                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     let k = self.seg_run(seg).load_acquire();
                     if k == 0 || seg as u64 + k as u64 > n as u64 {
                         return Err(HeapError::BadRun { seg });
                     }
                     for t in 1..k {
+                        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                         if seg_kind(self.seg_table(seg + t).load_acquire()) != SegKind::LargeTail {
                             return Err(HeapError::BadRun { seg: seg + t });
                         }
@@ -129,7 +131,9 @@ impl DeviceHeap {
             }
             seg += 1;
         }
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.out_of_memory = self.counter(counter::OUT_OF_MEMORY).load_acquire();
         Ok(s)
     }
@@ -138,6 +142,7 @@ impl DeviceHeap {
     fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
         move |c, gid, epoch| {
             (0..self.layout().shards).any(|sh| {
+                // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                 let v = self.current(c, sh).load_acquire();
                 v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
             })
@@ -156,6 +161,7 @@ impl DeviceHeap {
         for local in 0..blocks_per_segment(c) {
             let gid = ((seg as u64) << shift) | local as u64;
             let m = self.block_meta(seg, local);
+            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let (w, freed) = (m.alloc.load_acquire(), m.freed.load_acquire());
             if self.block_tree(c).contains(gid) {
                 // Parked, or never installed (all zeros).
@@ -165,6 +171,7 @@ impl DeviceHeap {
                 continue;
             }
             out += 1;
+            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             if m.kind.load_acquire() == KIND_WHOLE {
                 s.whole_blocks[c] += 1;
                 s.bytes_in_use += block_bytes(c);
@@ -185,6 +192,7 @@ impl DeviceHeap {
             s.live_slices[c] += live;
             s.bytes_in_use += live * slice_bytes(c);
         }
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         let counted = self.seg_out(seg).load_acquire() & OUT_COUNT_MASK;
         if counted != out {
             return Err(HeapError::OutCount { seg, counted, found: out });

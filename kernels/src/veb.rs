@@ -350,6 +350,7 @@ impl<'a> Veb<'a> {
 
     /// Number of free indices (a snapshot).
     pub fn count(&self) -> u64 {
+        // Relaxed: a snapshot of a quiescent tree, for statistics and validation.
         (0..self.layout.words[0] as u64).map(|w| self.word(0, w).load_relaxed().count_ones() as u64).sum()
     }
 
@@ -359,13 +360,16 @@ impl<'a> Veb<'a> {
     pub fn check(&self) -> Result<u64, VebError> {
         let l = &self.layout;
         let tail = l.universe % WORD_BITS;
+        // Relaxed: a snapshot of a quiescent tree, for statistics and validation.
         if tail != 0 && self.word(0, l.words[0] as u64 - 1).load_relaxed() >> tail != 0 {
             return Err(VebError::BitPastUniverse);
         }
         let mut stale = 0;
         for level in 0..l.levels.saturating_sub(1) {
             for w in 0..l.words[level as usize] as u64 {
+                // Relaxed: a snapshot of a quiescent tree, for statistics and validation.
                 let child = self.word(level, w).load_relaxed();
+                // Relaxed: a snapshot of a quiescent tree, for statistics and validation.
                 let parent = self.word(level + 1, w / WORD_BITS).load_relaxed();
                 let bit = parent & (1 << (w % WORD_BITS)) != 0;
                 if child != 0 && !bit {
