@@ -312,43 +312,28 @@ impl crate::heap::DeviceHeap {
     pub(crate) fn claim_blocks(&self, c: usize, want: u32) -> Option<(u64, u64)> {
         if want > 1 {
             if let Some((w, bits)) = self.block_tree(c).claim_bits(0, want) {
-                self.count_out(c, w, bits);
+                // Count the blocks out of their segments: one add per segment the word spans.
+                let shift = blocks_per_segment_shift(c);
+                let mut rest = bits;
+                while rest != 0 {
+                    let seg = (w * 64 + rest.trailing_zeros() as u64) >> shift;
+                    let in_seg = segment_bits_of_word(w, seg, shift);
+                    // AcqRel: as in claim_from_tree.
+                    self.seg_out(seg as u32).fetch_add_acq_rel((rest & in_seg).count_ones());
+                    rest &= !in_seg;
+                }
                 return Some((w, bits));
             }
         }
-        // The tree is empty: claim (and format) as a single claimer that wants `want`, then
-        // take the rest of the group's blocks from the same word, which the format filled.
-        let gid = self.claim_block_for(c, want)?;
-        let w = gid / 64;
-        let more = self.block_tree(c).claim_in_word(w, want - 1);
-        self.count_out(c, w, more);
-        Some((w, more | 1 << (gid % 64)))
-    }
-
-    /// Counts blocks `bits` of tree word `w` out of their segments: one add per segment.
-    fn count_out(&self, c: usize, w: u64, bits: u64) {
-        let shift = blocks_per_segment_shift(c);
-        let mut rest = bits;
-        while rest != 0 {
-            let seg = (w * 64 + rest.trailing_zeros() as u64) >> shift;
-            let in_seg = segment_bits_of_word(w, seg, shift);
-            // AcqRel: as in claim_from_tree.
-            self.seg_out(seg as u32).fetch_add_acq_rel((rest & in_seg).count_ones());
-            rest &= !in_seg;
-        }
+        let gid = self.claim_block(c)?;
+        Some((gid / 64, 1 << (gid % 64)))
     }
 
     /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
     /// The block is parked (count full); the caller installs it or marks it whole. `None`
     /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
-    pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        self.claim_block_for(c, 1)
-    }
-
-    /// `claim_block` for a claimer that will want `want` blocks: a formatter sizes its batch
-    /// by the blocks its waiters want.
     #[inline(never)]
-    pub(crate) fn claim_block_for(&self, c: usize, want: u32) -> Option<u64> {
+    pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
         // At most `formatters(c)` threads format segments for a class at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
@@ -368,9 +353,9 @@ impl crate::heap::DeviceHeap {
                 got = if locked { self.claim_from_tree(c) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
-                    let need = want + waiters.load_relaxed().saturating_sub(if waiting { want } else { 0 });
+                    let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
                     let segs = if locked {
-                        need.div_ceil(bps * formatters(c)).clamp(1, MAX_FORMAT_BATCH)
+                        want.div_ceil(bps * formatters(c)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
                         1
                     };
@@ -397,14 +382,14 @@ impl crate::heap::DeviceHeap {
             }
             if !waiting {
                 waiting = true;
-                // Relaxed: a sizing hint for the lock holder (in blocks).
-                waiters.fetch_add_relaxed(want);
+                // Relaxed: a sizing hint for the lock holder.
+                waiters.fetch_add_relaxed(1);
             }
             crate::backoff(&mut ns);
         }
         if waiting {
             // Relaxed: as above.
-            waiters.fetch_add_relaxed(want.wrapping_neg());
+            waiters.fetch_add_relaxed(u32::MAX);
         }
         got
     }

@@ -318,25 +318,6 @@ impl<'a> Veb<'a> {
         None
     }
 
-    /// Takes up to `want` free indices of leaf word `w` (only), with one atomic; returns the
-    /// bits taken (possibly none).
-    #[inline(never)]
-    pub fn claim_in_word(&self, w: u64, want: u32) -> u64 {
-        // Relaxed: a hint for which bits to try; the RMW decides.
-        let avail = self.word(0, w).load_relaxed();
-        if avail == 0 || want == 0 {
-            return 0;
-        }
-        let mask = lowest_bits(avail, want);
-        // AcqRel: acquire the inserters' writes about these items.
-        let old = self.word(0, w).fetch_and_acq_rel(!mask);
-        let got = old & mask;
-        if got != 0 && old & !got == 0 {
-            self.clear_up(1, w);
-        }
-        got
-    }
-
     /// Marks `[start, start + k)` free.
     #[inline(never)]
     pub fn insert_range(&self, start: u64, k: u64) {
