@@ -195,39 +195,6 @@ fn warp_groups_take_consecutive_slices() {
 }
 
 #[test]
-fn warp_groups_take_whole_blocks_with_one_claim() {
-    let cpu = CpuHeap::new(16, 1);
-    let h = cpu.heap();
-    // 32 lanes x 100 KB (128 KiB blocks, 128 per segment): one tree word serves them all.
-    let ps = cpu.warp_malloc(&[100_000; 32]);
-    let mut addrs: Vec<u64> = ps.iter().map(|p| *p as u64).collect();
-    assert!(addrs.iter().all(|&a| a != 0));
-    addrs.sort();
-    for w in addrs.windows(2) {
-        assert!(w[1] - w[0] >= 128 << 10, "distinct whole blocks");
-    }
-    // Mixed block classes and slices in one warp, then a segment-spanning word (1 MiB
-    // blocks: 16 per segment, so 32 lanes span two segments).
-    let sizes: Vec<u64> = (0..32).map(|i| [70_000, 1 << 20, 100, 300_000][i % 4]).collect();
-    let qs = cpu.warp_malloc(&sizes);
-    let big = cpu.warp_malloc(&[1 << 20; 32]);
-    for (p, s) in qs.iter().zip(&sizes).chain(big.iter().zip(&[1u64 << 20; 32])) {
-        assert!(!p.is_null());
-        assert!(h.usable_size(*p) >= *s);
-        fill(*p, *s, *p as u64);
-    }
-    for (p, s) in qs.iter().zip(&sizes) {
-        check(*p, *s, *p as u64);
-    }
-    let s = h.validate().expect("consistent with blocks counted out per segment");
-    assert_eq!(s.whole_blocks.iter().sum::<u64>(), 32 + 24 + 32);
-    for p in ps.into_iter().chain(qs).chain(big) {
-        h.free(p);
-    }
-    assert_empty(h);
-}
-
-#[test]
 fn warp_groups_cross_block_boundaries() {
     // 4096 slices per block is not a multiple of 24: groups straddle block ends, and the
     // lanes that did not fit get slices from the next block. None is lost or doubled.

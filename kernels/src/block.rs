@@ -104,16 +104,6 @@ pub const fn formatters(c: usize) -> u32 {
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
-/// The bits of tree word `w` whose blocks lie in segment `seg` (2^shift blocks a segment).
-#[inline(always)]
-fn segment_bits_of_word(w: u64, seg: u64, shift: u32) -> u64 {
-    let (lo, hi) = (seg << shift, (seg + 1) << shift);
-    let (wlo, whi) = (w * 64, w * 64 + 64);
-    let (a, b) = (lo.max(wlo) - wlo, hi.min(whi) - wlo);
-    let upper = if b >= 64 { !0u64 } else { (1u64 << b) - 1 };
-    upper & !((1u64 << a) - 1)
-}
-
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 0;
 /// Block handed out whole.
@@ -303,30 +293,6 @@ impl crate::heap::DeviceHeap {
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);
         Some(gid)
-    }
-
-    /// Takes up to `want` free blocks of class `c` from one word of its tree with one atomic
-    /// (a warp's whole-block requests); formats a segment when the class has none. Returns
-    /// the tree word and the bits (blocks) taken.
-    #[inline(never)]
-    pub(crate) fn claim_blocks(&self, c: usize, want: u32) -> Option<(u64, u64)> {
-        if want > 1 {
-            if let Some((w, bits)) = self.block_tree(c).claim_bits(0, want) {
-                // Count the blocks out of their segments: one add per segment the word spans.
-                let shift = blocks_per_segment_shift(c);
-                let mut rest = bits;
-                while rest != 0 {
-                    let seg = (w * 64 + rest.trailing_zeros() as u64) >> shift;
-                    let in_seg = segment_bits_of_word(w, seg, shift);
-                    // AcqRel: as in claim_from_tree.
-                    self.seg_out(seg as u32).fetch_add_acq_rel((rest & in_seg).count_ones());
-                    rest &= !in_seg;
-                }
-                return Some((w, bits));
-            }
-        }
-        let gid = self.claim_block(c)?;
-        Some((gid / 64, 1 << (gid % 64)))
     }
 
     /// Takes a free block of class `c`, formatting a fresh segment when the class has none.

@@ -5,9 +5,8 @@ extern crate std;
 use std::alloc::{alloc, dealloc, Layout};
 use std::vec::Vec;
 
-use crate::block::{block_class, slice_bytes, slice_class, MAX_SLICE_BYTES};
+use crate::block::{slice_bytes, slice_class, MAX_SLICE_BYTES};
 use crate::heap::{DeviceHeap, HeapLayout};
-use crate::veb::nth_set_bit;
 
 /// Alignment of the host segment memory (the device gets 2 MiB-aligned allocations; any
 /// alignment >= a slice works, since addresses are taken relative to segment 0).
@@ -51,9 +50,8 @@ impl CpuHeap {
     }
 
     /// Allocates for a simulated warp, the way `malloc` does on the device: lanes that want
-    /// the same slice class (or the same block class) form a group; its leader takes slices
-    /// (or blocks) for all with one call, lanes it could not serve try again. Runs of
-    /// segments go per lane.
+    /// the same slice class form a group; its leader takes slices for all with one
+    /// `take_slices` call, lanes it could not serve try again. Larger sizes go per lane.
     pub fn warp_malloc(&self, sizes: &[u64]) -> Vec<*mut u8> {
         assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
@@ -69,34 +67,6 @@ impl CpuHeap {
                     continue;
                 }
                 let size = sizes[lane];
-                if size > MAX_SLICE_BYTES && size <= crate::SEGMENT_BYTES {
-                    // Whole blocks: the group's leader claims them from one tree word.
-                    let c = block_class(size);
-                    let group: Vec<usize> = pending
-                        .iter()
-                        .copied()
-                        .filter(|&l| {
-                            !done[l]
-                                && sizes[l] > MAX_SLICE_BYTES
-                                && sizes[l] <= crate::SEGMENT_BYTES
-                                && block_class(sizes[l]) == c
-                        })
-                        .collect();
-                    let taken = self.heap.claim_blocks(c, group.len() as u32);
-                    for (rank, &l) in group.iter().enumerate() {
-                        done[l] = true;
-                        match taken {
-                            Some((w, bits)) if (rank as u32) < bits.count_ones() => {
-                                out[l] = self
-                                    .heap
-                                    .hand_out_block(c, w * 64 + nth_set_bit(bits, rank as u32) as u64)
-                            }
-                            Some(_) => next.push(l),
-                            None => {}
-                        }
-                    }
-                    continue;
-                }
                 if size == 0 || size > MAX_SLICE_BYTES {
                     out[lane] = self.heap.malloc(size);
                     done[lane] = true;

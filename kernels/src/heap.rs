@@ -246,36 +246,13 @@ impl DeviceHeap {
         core::ptr::null_mut()
     }
 
-    /// A whole block of class `c`. The lanes that want blocks of the same class take them
-    /// with one tree atomic (the leader claims up to one per lane from one tree word).
+    /// A whole block of class `c`.
     #[inline(never)]
     fn malloc_block(&self, c: usize) -> *mut u8 {
-        for _ in 0..WARP_ROUNDS {
-            let active = arch::activemask();
-            let peers = arch::match_any_sync(active, c as u32);
-            let leader = peers.trailing_zeros();
-            let rank = (peers & arch::lanemask_lt()).count_ones();
-            let (mut word, mut bits) = (0u64, 0u64);
-            if arch::lane_id() == leader {
-                match self.claim_blocks(c, peers.count_ones()) {
-                    Some(wb) => (word, bits) = wb,
-                    None => self.bump(counter::OUT_OF_MEMORY),
-                }
-            }
-            let word = arch::shfl_sync_u64(peers, word, leader);
-            let bits = arch::shfl_sync_u64(peers, bits, leader);
-            if bits == 0 {
-                return core::ptr::null_mut();
-            }
-            if rank < bits.count_ones() {
-                return self.hand_out_block(c, word * 64 + crate::veb::nth_set_bit(bits, rank) as u64);
-            }
-        }
-        core::ptr::null_mut()
-    }
-
-    /// Marks claimed block `gid` of class `c` as handed out whole and returns it.
-    pub(crate) fn hand_out_block(&self, c: usize, gid: u64) -> *mut u8 {
+        let Some(gid) = self.claim_block(c) else {
+            self.bump(counter::OUT_OF_MEMORY);
+            return core::ptr::null_mut();
+        };
         let shift = blocks_per_segment_shift(c);
         let seg = (gid >> shift) as u32;
         let meta = self.block_meta(seg, (gid & ((1 << shift) - 1)) as u32);

@@ -88,30 +88,6 @@ fn pick_bit(avail: u64, spread: u32) -> u64 {
     1u64 << ((rotated.trailing_zeros() + spread) % WORD_BITS as u32)
 }
 
-/// The lowest `n` set bits of `v`.
-#[inline(always)]
-pub fn lowest_bits(mut v: u64, n: u32) -> u64 {
-    let mut m = 0;
-    for _ in 0..n {
-        if v == 0 {
-            break;
-        }
-        let b = v & v.wrapping_neg();
-        m |= b;
-        v ^= b;
-    }
-    m
-}
-
-/// Position of the `k`-th (from 0) set bit of `v` (which has more than `k`).
-#[inline(always)]
-pub fn nth_set_bit(mut v: u64, k: u32) -> u32 {
-    for _ in 0..k {
-        v &= v - 1;
-    }
-    v.trailing_zeros()
-}
-
 /// A tree over borrowed words.
 #[derive(Clone, Copy)]
 pub struct Veb<'a> {
@@ -277,41 +253,6 @@ impl<'a> Veb<'a> {
                     return None;
                 }
                 avail = old & (!0u64 << (s % WORD_BITS));
-            }
-            from = (w + 1) * WORD_BITS;
-        }
-        None
-    }
-
-    /// Takes up to `want` free indices at or after `x`, all from the lowest word that has one,
-    /// with one atomic: returns that word's index and the bits taken (non-zero). `None` when
-    /// nothing is free at or after `x`, or after `CLAIM_RETRIES` lost races.
-    #[inline(never)]
-    pub fn claim_bits(&self, x: u64, want: u32) -> Option<(u64, u64)> {
-        let mut from = x;
-        let mut lost = 0;
-        while lost < CLAIM_RETRIES {
-            let s = self.successor(from)?;
-            let w = s / WORD_BITS;
-            let floor = !0u64 << (s % WORD_BITS);
-            // Relaxed: a hint for which bits to try; the RMW decides.
-            let mut avail = self.word(0, w).load_relaxed() & floor;
-            while avail != 0 {
-                let mask = lowest_bits(avail, want);
-                // AcqRel: acquire the inserters' writes about these items.
-                let old = self.word(0, w).fetch_and_acq_rel(!mask);
-                let got = old & mask;
-                if got != 0 {
-                    if old & !got == 0 {
-                        self.clear_up(1, w);
-                    }
-                    return Some((w, got));
-                }
-                lost += 1;
-                if lost >= CLAIM_RETRIES {
-                    return None;
-                }
-                avail = old & floor;
             }
             from = (w + 1) * WORD_BITS;
         }

@@ -79,7 +79,6 @@ enum Op {
     InsertRange(u64, u64),
     RemoveRange(u64, u64),
     Succ(u64),
-    ClaimBits(u64, u32),
 }
 
 fn op(universe: u64) -> impl Strategy<Value = Op> {
@@ -91,7 +90,6 @@ fn op(universe: u64) -> impl Strategy<Value = Op> {
         (0..universe, 1..300u64).prop_map(move |(s, k)| Op::InsertRange(s, k.min(universe - s))),
         (0..universe, 1..300u64).prop_map(move |(s, k)| Op::RemoveRange(s, k.min(universe - s))),
         (0..universe + 5).prop_map(Op::Succ),
-        (0..universe, 1..40u32).prop_map(|(x, n)| Op::ClaimBits(x, n)),
     ]
 }
 
@@ -125,21 +123,6 @@ proptest! {
                     if all { for i in s..s + k { m.remove(&i); } }
                 }
                 Op::Succ(x) => prop_assert_eq!(t.successor(x), m.range(x..).next().copied()),
-                Op::ClaimBits(x, n) => {
-                    // The lowest n free indices >= x within the word of the first one.
-                    let want: Vec<u64> = match m.range(x..).next() {
-                        Some(&f) => m.range(f..(f / 64 + 1) * 64).take(n as usize).copied().collect(),
-                        None => vec![],
-                    };
-                    match t.claim_bits(x, n) {
-                        Some((w, bits)) => {
-                            let got: Vec<u64> = (0..64).filter(|b| bits >> b & 1 == 1).map(|b| w * 64 + b).collect();
-                            prop_assert_eq!(&got, &want);
-                            for i in got { m.remove(&i); }
-                        }
-                        None => prop_assert!(want.is_empty()),
-                    }
-                }
                 _ => {}
             }
             prop_assert_eq!(t.count(), m.len() as u64);
