@@ -284,7 +284,8 @@ impl Bench {
         let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
-        for _ in 0..iters {
+        // One more iteration than asked: the first is a warm-up and is dropped.
+        for _ in 0..=iters {
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
             let (arg, size) = (heap.arg(), sizes.fixed());
             // SAFETY: matches vb_malloc.
@@ -300,6 +301,7 @@ impl Bench {
             tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
             heap.destroy()?;
         }
+        let (ta, tf) = (ta[1..].to_vec(), tf[1..].to_vec());
         self.record(test, "veballoc", sizes.label(), n, ta, tf)
     }
 
@@ -321,7 +323,8 @@ impl Bench {
         let mut counter = veballoc::zeroed_u64s(1)?;
         let (p, c) = (ptrs.as_device_ptr().as_raw(), counter.as_device_ptr().as_raw());
         let mut ta = Vec::new();
-        for _ in 0..iters {
+        // One more iteration than asked: the first is a warm-up and is dropped.
+        for _ in 0..=iters {
             counter.copy_from(&[0u64][..])?;
             // SAFETY: matches bump_malloc.
             ta.push(self.timed(|| unsafe {
@@ -331,7 +334,7 @@ impl Bench {
                 self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
             }
         }
-        self.record(test, "bump", sizes.label(), n, ta, Vec::new())
+        self.record(test, "bump", sizes.label(), n, ta[1..].to_vec(), Vec::new())
     }
 
     fn run_cuda(&mut self, test: &str, sizes: Sizes, n: u64, iters: u32, verify: bool) -> Res<(f64, f64)> {
