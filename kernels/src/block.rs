@@ -45,6 +45,13 @@ pub const fn blocks_per_segment_shift(c: usize) -> u32 {
     blocks_per_segment(c).trailing_zeros()
 }
 
+/// Segment and block-within-segment of global block `gid` of class `c`.
+#[inline(always)]
+pub const fn split_gid(c: usize, gid: u64) -> (u32, u32) {
+    let shift = blocks_per_segment_shift(c);
+    ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32)
+}
+
 /// Smallest power of two >= `size`, as its log2 (`size` >= 1).
 #[inline(always)]
 pub const fn ceil_log2(size: u64) -> u32 {

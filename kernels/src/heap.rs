@@ -6,7 +6,7 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    split_gid, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -253,9 +253,8 @@ impl DeviceHeap {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
-        let shift = blocks_per_segment_shift(c);
-        let seg = (gid >> shift) as u32;
-        let meta = self.block_meta(seg, (gid & ((1 << shift) - 1)) as u32);
+        let (seg, local) = split_gid(c, gid);
+        let meta = self.block_meta(seg, local);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
         let table = self.seg_table(seg);

@@ -3,7 +3,7 @@
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::block::{blocks_per_segment, MAX_BLOCKS_PER_SEGMENT};
+use crate::block::{blocks_per_segment, blocks_per_segment_shift, MAX_BLOCKS_PER_SEGMENT};
 use crate::heap::DeviceHeap;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -115,7 +115,7 @@ impl DeviceHeap {
         // Release: the kept block is out; ordered before the inserts so claimers count on.
         self.seg_out(seg).store_release(kept);
         if bps > kept {
-            let base = (seg as u64) << blocks_per_segment_shift_of(c);
+            let base = (seg as u64) << blocks_per_segment_shift(c);
             self.block_tree(c).insert_range(base + kept as u64, (bps - kept) as u64);
         }
     }
@@ -126,7 +126,7 @@ impl DeviceHeap {
     pub(crate) fn try_reclaim(&self, seg: u32, c: usize) {
         let out = self.seg_out(seg);
         let bps = blocks_per_segment(c) as u64;
-        let base = (seg as u64) << blocks_per_segment_shift_of(c);
+        let base = (seg as u64) << blocks_per_segment_shift(c);
         for _ in 0..RECLAIM_RETRIES {
             // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
             if out.cas_acq_rel(0, RECLAIMING).is_err() {
@@ -194,12 +194,6 @@ impl DeviceHeap {
     pub(crate) fn segments_for(size: u64) -> u64 {
         size.div_ceil(SEGMENT_BYTES)
     }
-}
-
-/// log2 of `blocks_per_segment(c)`.
-#[inline(always)]
-fn blocks_per_segment_shift_of(c: usize) -> u32 {
-    crate::block::blocks_per_segment_shift(c)
 }
 
 const _: () = assert!(MAX_BLOCKS_PER_SEGMENT == 256);

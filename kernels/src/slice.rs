@@ -5,7 +5,7 @@
 
 use crate::arch;
 use crate::atomic::Atom64;
-use crate::block::{blocks_per_segment_shift, slice_bytes, Take, NUM_CLASSES};
+use crate::block::{blocks_per_segment_shift, slice_bytes, split_gid, Take, NUM_CLASSES};
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
 
@@ -48,7 +48,6 @@ impl DeviceHeap {
     #[inline]
     pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
         let slot = self.current(c, arch::smid() & (self.layout().shards - 1));
-        let shift = blocks_per_segment_shift(c);
         let mut ns = crate::BACKOFF_MIN_NS;
         for _ in 0..SLICE_RETRIES {
             // Relaxed: the add in `take` reads the block's count with acquire, and its epoch
@@ -60,7 +59,7 @@ impl DeviceHeap {
             }
             if cur != 0 {
                 let (epoch, gid) = decode_slot(cur);
-                let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+                let (seg, local) = split_gid(c, gid);
                 // No pre-check of the count: it would put a third dependent round trip on
                 // every warp's path. A late add to a full block takes nothing; the 32-bit count
                 // cannot reach the epoch bits (a warp adds at most 32 per round and re-reads
@@ -95,7 +94,6 @@ impl DeviceHeap {
     /// had: without this, slices left in other shards' blocks would be out of reach).
     #[inline(never)]
     fn steal(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        let shift = blocks_per_segment_shift(c);
         for shard in 0..self.layout().shards {
             // Relaxed: as in take_slices.
             let cur = self.current(c, shard).load_relaxed();
@@ -103,7 +101,7 @@ impl DeviceHeap {
                 continue;
             }
             let (epoch, gid) = decode_slot(cur);
-            let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+            let (seg, local) = split_gid(c, gid);
             let meta = self.block_meta(seg, local);
             if !meta.may_have_slices(epoch) {
                 continue;
@@ -133,8 +131,8 @@ impl DeviceHeap {
             slot.store_release(expected);
             return None;
         };
-        let shift = blocks_per_segment_shift(c);
-        let epoch = self.block_meta((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32).install();
+        let (seg, local) = split_gid(c, gid);
+        let epoch = self.block_meta(seg, local).install();
         // Release: publishes the block's reset to the warps that load the slot.
         slot.store_release(encode_slot(epoch, gid));
         Some(true)
@@ -173,8 +171,7 @@ impl DeviceHeap {
             return;
         }
         let (epoch, gid) = decode_slot(cur);
-        let shift = blocks_per_segment_shift(c);
-        let (seg, local) = ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32);
+        let (seg, local) = split_gid(c, gid);
         let k = self.block_meta(seg, local).close(epoch);
         if k > 0 {
             self.release_slices(seg, local, k);
