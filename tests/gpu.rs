@@ -1,8 +1,6 @@
 //! GPU tests: they need a CUDA GPU and skip (pass, with a message) where there is none.
 //! On the device machine run them one at a time: `gpu-tests --test-threads=1`.
 
-use std::ffi::c_void;
-
 use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
 use veballoc::{Gpu, Heap, SEGMENT_BYTES};
@@ -22,11 +20,6 @@ fn gpu() -> Option<Gpu> {
             None
         }
     }
-}
-
-/// Kernel arguments: pointers to the values, which must outlive the launch call.
-macro_rules! args {
-    ($($a:expr),* $(,)?) => { &[$(&$a as *const _ as *mut c_void),*] };
 }
 
 fn host<T: cust::memory::DeviceCopy + Default + Clone>(b: &DeviceBuffer<T>) -> Vec<T> {
@@ -51,9 +44,9 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
     let tag = 7u64;
     // SAFETY: argument lists match the kernels' signatures in kernels/src/entry.rs.
     unsafe {
-        gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_ptr]).unwrap();
-        gpu.launch("vb_write", n, BLOCK, args![p, n, size, sizes_ptr, tag]).unwrap();
-        gpu.launch("vb_verify", n, BLOCK, args![p, n, size, sizes_ptr, tag, e]).unwrap();
+        gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, size, sizes_ptr]).unwrap();
+        gpu.launch("vb_write", n, BLOCK, veballoc::kernel_args![p, n, size, sizes_ptr, tag]).unwrap();
+        gpu.launch("vb_verify", n, BLOCK, veballoc::kernel_args![p, n, size, sizes_ptr, tag, e]).unwrap();
     }
     gpu.sync().unwrap();
     let [bad, nulls, misaligned] = host(&errs)[..] else { unreachable!() };
@@ -82,7 +75,7 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
         stats.segments_in_use()
     );
     // SAFETY: as above.
-    unsafe { gpu.launch("vb_free", n, BLOCK, args![arg, p, n]).unwrap() };
+    unsafe { gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n]).unwrap() };
     heap.trim().unwrap();
     let s = heap.stats().unwrap();
     assert_eq!(s.bytes_in_use, 0, "{s:?}");
@@ -123,7 +116,13 @@ fn gpu_churn_100_rounds_mixed_sizes() {
         let last = (round == 100) as u32;
         // SAFETY: matches vb_churn's signature.
         unsafe {
-            gpu.launch("vb_churn", n, BLOCK, args![arg, p, sz, n, seed, round, max_size, last, e]).unwrap()
+            gpu.launch(
+                "vb_churn",
+                n,
+                BLOCK,
+                veballoc::kernel_args![arg, p, sz, n, seed, round, max_size, last, e],
+            )
+            .unwrap()
         };
         if round % 25 == 0 {
             let s = heap.stats().unwrap();
@@ -156,7 +155,10 @@ fn gpu_out_of_memory_then_recover() {
             let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
             let t0 = std::time::Instant::now();
             // SAFETY: matches vb_malloc's signature.
-            unsafe { gpu.launch("vb_malloc", threads, BLOCK, args![arg, p, threads, size, zero]).unwrap() };
+            unsafe {
+                gpu.launch("vb_malloc", threads, BLOCK, veballoc::kernel_args![arg, p, threads, size, zero])
+                    .unwrap()
+            };
             gpu.sync().unwrap();
             let ms = t0.elapsed().as_secs_f64() * 1e3;
             let got = host(&ptrs).iter().filter(|&&x| x != 0).count() as u64;
@@ -171,7 +173,9 @@ fn gpu_out_of_memory_then_recover() {
             }
             assert!(heap.stats().unwrap().out_of_memory > 0 || got == threads);
             // SAFETY: matches vb_free's signature.
-            unsafe { gpu.launch("vb_free", threads, BLOCK, args![arg, p, threads]).unwrap() };
+            unsafe {
+                gpu.launch("vb_free", threads, BLOCK, veballoc::kernel_args![arg, p, threads]).unwrap()
+            };
             heap.trim().unwrap();
             let s = heap.stats().unwrap();
             assert_eq!((s.bytes_in_use, s.free_segments), (0, heap.layout().num_segments as u64), "{s:?}");
@@ -189,7 +193,7 @@ fn gpu_calloc_realloc() {
     let errs = veballoc::zeroed_u64s(2).unwrap();
     let (arg, e) = (heap.arg(), errs.as_device_ptr().as_raw());
     // SAFETY: matches vb_calloc_realloc's signature.
-    unsafe { gpu.launch("vb_calloc_realloc", n, BLOCK, args![arg, n, e]).unwrap() };
+    unsafe { gpu.launch("vb_calloc_realloc", n, BLOCK, veballoc::kernel_args![arg, n, e]).unwrap() };
     gpu.sync().unwrap();
     assert_eq!(host(&errs), vec![0, 0], "wrong contents, nulls");
     heap.trim().unwrap();
@@ -204,12 +208,12 @@ fn gpu_large_runs_nearly_whole_heap() {
     let (arg, p, one, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 0u64);
     let size = heap.capacity() - SEGMENT_BYTES;
     // SAFETY: matches vb_malloc / vb_write / vb_free signatures.
-    unsafe { gpu.launch("vb_malloc", 1, 1, args![arg, p, one, size, zero]).unwrap() };
+    unsafe { gpu.launch("vb_malloc", 1, 1, veballoc::kernel_args![arg, p, one, size, zero]).unwrap() };
     gpu.sync().unwrap();
     assert_ne!(host(&ptrs)[0], 0, "a run of all segments but one");
     assert_eq!(heap.stats().unwrap().large_segments, heap.capacity() / SEGMENT_BYTES - 1);
     // SAFETY: as above.
-    unsafe { gpu.launch("vb_free", 1, 1, args![arg, p, one]).unwrap() };
+    unsafe { gpu.launch("vb_free", 1, 1, veballoc::kernel_args![arg, p, one]).unwrap() };
     assert_eq!(heap.stats().unwrap().free_segments, heap.capacity() / SEGMENT_BYTES);
 }
 

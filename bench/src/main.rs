@@ -1,7 +1,6 @@
 //! veballoc's benchmark harness: the field's protocol (shared/anchors.md) for veballoc, the
 //! bump-allocator floor and CUDA's device malloc, in one run, with CSV and JSON results.
 
-use std::ffi::c_void;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -186,10 +185,6 @@ struct OomPoint {
     ms: f64,
 }
 
-macro_rules! args {
-    ($($a:expr),* $(,)?) => { &[$(&$a as *const _ as *mut c_void),*] };
-}
-
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 struct Bench {
@@ -249,8 +244,13 @@ impl Bench {
         let (e, size, tag) = (errs.as_device_ptr().as_raw(), sizes.fixed(), 3u64);
         // SAFETY: argument lists match vb_write / vb_verify.
         unsafe {
-            self.gpu.launch("vb_write", n, BLOCK, args![ptrs, n, size, sizes_dev, tag])?;
-            self.gpu.launch("vb_verify", n, BLOCK, args![ptrs, n, size, sizes_dev, tag, e])?;
+            self.gpu.launch("vb_write", n, BLOCK, veballoc::kernel_args![ptrs, n, size, sizes_dev, tag])?;
+            self.gpu.launch(
+                "vb_verify",
+                n,
+                BLOCK,
+                veballoc::kernel_args![ptrs, n, size, sizes_dev, tag, e],
+            )?;
         }
         self.gpu.sync()?;
         let mut h = [0u64; 3];
@@ -290,7 +290,7 @@ impl Bench {
             let (arg, size) = (heap.arg(), sizes.fixed());
             // SAFETY: matches vb_malloc.
             ta.push(self.timed(|| unsafe {
-                self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, size, sizes_dev])
+                self.gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, size, sizes_dev])
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
@@ -298,7 +298,9 @@ impl Bench {
                 self.last_nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count() as u64;
             }
             // SAFETY: matches vb_free.
-            tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
+            tf.push(self.timed(|| unsafe {
+                self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])
+            })?);
             heap.destroy()?;
         }
         let (ta, tf) = (ta[1..].to_vec(), tf[1..].to_vec());
@@ -328,7 +330,7 @@ impl Bench {
             counter.copy_from(&[0u64][..])?;
             // SAFETY: matches bump_malloc.
             ta.push(self.timed(|| unsafe {
-                self.gpu.launch("bump_malloc", n, BLOCK, args![c, arena, p, n, size])
+                self.gpu.launch("bump_malloc", n, BLOCK, veballoc::kernel_args![c, arena, p, n, size])
             })?);
             if verify && n * size <= self.cli.heap_gib << 30 {
                 self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
@@ -345,13 +347,17 @@ impl Bench {
             let size = sizes.fixed();
             // SAFETY: matches cuda_malloc / cuda_free.
             ta.push(self.timed(|| unsafe {
-                self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, size, sizes_dev])
+                self.gpu.launch("cuda_malloc", n, BLOCK, veballoc::kernel_args![p, n, size, sizes_dev])
             })?);
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "cuda malloc")?;
             }
             // SAFETY: matches the free kernel's signature.
-            tf.push(self.timed(|| unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n]) })?);
+            tf.push(
+                self.timed(|| unsafe {
+                    self.gpu.launch("cuda_free", n, BLOCK, veballoc::kernel_args![p, n])
+                })?,
+            );
         }
         self.record(test, "cuda", sizes.label(), n, ta, tf)
     }
@@ -526,14 +532,21 @@ impl Bench {
             let (arg, fixed) = (heap.arg(), sizes.fixed());
             for round in 0..self.cli.rounds {
                 // SAFETY: matches vb_malloc / vb_free.
-                unsafe { self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, fixed, sizes_dev])? };
+                unsafe {
+                    self.gpu.launch(
+                        "vb_malloc",
+                        n,
+                        BLOCK,
+                        veballoc::kernel_args![arg, p, n, fixed, sizes_dev],
+                    )?
+                };
                 self.gpu.sync()?;
                 let (range, nulls) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
                 if nulls > 0 {
                     return Err(format!("frag: veballoc returned {nulls} nulls at size {s}").into());
                 }
                 // SAFETY: as above.
-                unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n])? };
+                unsafe { self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])? };
                 let ratio = range as f64 / live as f64;
                 row.push(ratio);
                 self.frag.push(FragPoint {
@@ -551,10 +564,17 @@ impl Bench {
             let mut cuda = "-".to_string();
             if self.wants("cuda") && !mixed && self.cli.cuda_sizes.contains(&s) {
                 // SAFETY: matches cuda_malloc / cuda_free.
-                unsafe { self.gpu.launch("cuda_malloc", n, BLOCK, args![p, n, fixed, sizes_dev])? };
+                unsafe {
+                    self.gpu.launch(
+                        "cuda_malloc",
+                        n,
+                        BLOCK,
+                        veballoc::kernel_args![p, n, fixed, sizes_dev],
+                    )?
+                };
                 self.gpu.sync()?;
                 let (range, nulls) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
-                unsafe { self.gpu.launch("cuda_free", n, BLOCK, args![p, n])? };
+                unsafe { self.gpu.launch("cuda_free", n, BLOCK, veballoc::kernel_args![p, n])? };
                 self.gpu.sync()?;
                 let ratio = range as f64 / live as f64;
                 cuda = format!("{ratio:.3}x ({nulls} nulls)");
@@ -594,7 +614,7 @@ impl Bench {
             let (arg, p, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
             // SAFETY: matches vb_malloc.
             let ms = self.timed(|| unsafe {
-                self.gpu.launch("vb_malloc", threads, BLOCK, args![arg, p, threads, s, zero])
+                self.gpu.launch("vb_malloc", threads, BLOCK, veballoc::kernel_args![arg, p, threads, s, zero])
             })?;
             let served = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x != 0).count() as u64;
             let share = (served * s) as f64 / heap_bytes as f64;
@@ -633,11 +653,13 @@ impl Bench {
             for _ in 0..self.cli.iters {
                 // SAFETY: matches vb_malloc / vb_free.
                 ta.push(self.timed(|| unsafe {
-                    self.gpu.launch("vb_malloc", n, BLOCK, args![arg, p, n, s, zero])
+                    self.gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, s, zero])
                 })?);
                 self.write_verify(p, n, Sizes::Fixed(s), 0, "veballoc (warm)")?;
                 // SAFETY: matches the free kernel's signature.
-                tf.push(self.timed(|| unsafe { self.gpu.launch("vb_free", n, BLOCK, args![arg, p, n]) })?);
+                tf.push(self.timed(|| unsafe {
+                    self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])
+                })?);
             }
             heap.destroy()?;
             let warm = self.record("warm", "veballoc-warm", s, n, ta, tf)?;

@@ -1,7 +1,5 @@
 //! Creating, inspecting and destroying a heap on the GPU.
 
-use std::ffi::c_void;
-
 use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
 use veballoc_kernels::heap::{DeviceHeap, HeapLayout, DEFAULT_SHARDS};
 use veballoc_kernels::{Stats, SEGMENT_BYTES};
@@ -70,15 +68,10 @@ impl Heap {
         let mut first = meta.index(..header.len());
         first.copy_from(&header[..]).during("cuMemcpyHtoD (layout header)")?;
         let heap = Heap { gpu: gpu.clone(), mem: Some(mem), meta: Some(meta), handle, layout };
-        let mut arg = heap.arg();
+        let arg = heap.arg();
         // SAFETY: veballoc_init takes one DeviceHeap.
         unsafe {
-            gpu.launch(
-                "veballoc_init",
-                layout.init_words() as u64,
-                MAINT_BLOCK,
-                &[&mut arg as *mut _ as *mut c_void],
-            )?
+            gpu.launch("veballoc_init", layout.init_words() as u64, MAINT_BLOCK, crate::kernel_args![arg])?
         };
         gpu.sync()?;
         Ok(heap)
@@ -112,16 +105,16 @@ impl Heap {
     /// Retires the per-multiprocessor current blocks so that fully freed blocks and segments
     /// go back to their trees (run between phases; allocation may continue afterwards).
     pub fn trim(&self) -> Result<()> {
-        let mut arg = self.arg();
+        let arg = self.arg();
         let slots = veballoc_kernels::block::NUM_CLASSES as u64 * self.layout.shards as u64;
         // SAFETY: both kernels take one DeviceHeap; the stream orders them.
         unsafe {
-            self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, &[&mut arg as *mut _ as *mut c_void])?;
+            self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, crate::kernel_args![arg])?;
             self.gpu.launch(
                 "veballoc_trim_segments",
                 self.layout.num_segments as u64,
                 MAINT_BLOCK,
-                &[&mut arg as *mut _ as *mut c_void],
+                crate::kernel_args![arg],
             )?;
         }
         self.gpu.sync()

@@ -12,6 +12,21 @@
 //! # Ok::<(), veballoc::Error>(())
 //! ```
 
+/// Kernel arguments for `Gpu::launch`: pointers to the values, which must outlive the call.
+///
+/// ```no_run
+/// # let gpu = veballoc::Gpu::new()?;
+/// # let heap = veballoc::Heap::new(&gpu, 1 << 30)?;
+/// let (arg, n) = (heap.arg(), 1u64);
+/// // SAFETY: veballoc_trim takes one DeviceHeap; n is unused by it and shows the syntax.
+/// unsafe { gpu.launch("veballoc_trim", n, 32, veballoc::kernel_args![arg])? };
+/// # Ok::<(), veballoc::Error>(())
+/// ```
+#[macro_export]
+macro_rules! kernel_args {
+    ($($a:expr),* $(,)?) => { &[$(&$a as *const _ as *mut ::std::ffi::c_void),*] };
+}
+
 mod error;
 mod gpu;
 mod heap;

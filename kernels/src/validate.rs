@@ -199,17 +199,4 @@ impl DeviceHeap {
         }
         Ok(())
     }
-
-    /// Retires every current block (see `trim_slot`), then returns wholly free segments to
-    /// the segment tree (see `trim_segment`).
-    pub fn trim(&self) {
-        for c in 0..NUM_CLASSES {
-            for sh in 0..self.layout().shards {
-                self.trim_slot(c, sh);
-            }
-        }
-        for seg in 0..self.layout().num_segments {
-            self.trim_segment(seg);
-        }
-    }
 }
