@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds what a GPU machine without Rust needs into .devbin/ (git-ignored): the GPU test
-# binary, the benchmark harness and the PTX. Carry .devbin to the device and run
+# binary, the benchmark harness and the PTX (without and with the safety checks). Carry .devbin to the device and run
 # scripts/device-run.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +21,8 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="host": print(m["executable"])' | tail -n1)
 cp "$benchexe" .devbin/criterion-host
 cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.ptx
+# The same kernels with the safety checks, for VEBALLOC_PTX_FILE (cost and detection runs).
+cargo build --release --features checks
+cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
 strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host
 ls -la .devbin

@@ -1,5 +1,7 @@
 //! GPU tests: they need a CUDA GPU and skip (pass, with a message) where there is none.
 //! On the device machine run them one at a time: `gpu-tests --test-threads=1`.
+//! `VEBALLOC_TEST_SCALE=k` divides the thread counts of the big tests by k (for runs under
+//! compute-sanitizer, which is 10-100x slower).
 
 use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
@@ -8,6 +10,12 @@ use veballoc::{Gpu, Heap, SEGMENT_BYTES};
 const BLOCK: u32 = 256;
 const MILLION: u64 = 1 << 20;
 const HEAP_8G: u64 = 8 << 30;
+
+/// `n` divided by `VEBALLOC_TEST_SCALE` (default 1), at least 4096.
+fn scale(n: u64) -> u64 {
+    let k = std::env::var("VEBALLOC_TEST_SCALE").ok().and_then(|v| v.parse::<u64>().ok()).unwrap_or(1);
+    (n / k.max(1)).max(4096)
+}
 
 fn gpu() -> Option<Gpu> {
     match Gpu::new() {
@@ -87,11 +95,12 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
 fn gpu_every_size_and_mixed_1m_threads() {
     let Some(gpu) = gpu() else { return };
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let n = scale(MILLION);
     for c in 0..9 {
-        alloc_write_verify_free(&gpu, &heap, MILLION, slice_bytes(c), None);
+        alloc_write_verify_free(&gpu, &heap, n, slice_bytes(c), None);
     }
     for seed in 0..3 {
-        alloc_write_verify_free(&gpu, &heap, MILLION, 0, Some(&mixed_sizes(MILLION, seed)));
+        alloc_write_verify_free(&gpu, &heap, n, 0, Some(&mixed_sizes(n, seed)));
     }
     heap.destroy().unwrap();
 }
@@ -224,4 +233,198 @@ fn heap_errors_are_clear() {
     let e = Heap::new(&gpu, too_big).err().expect("a heap twice the card must fail");
     assert!(matches!(e, veballoc::Error::HeapTooLarge { .. }), "{e}");
     assert!(matches!(Heap::new(&gpu, 1 << 20).err(), Some(veballoc::Error::HeapTooSmall { .. })));
+}
+
+/// Launches `kernel(heap, ptrs, n, size[, sizes])`, then write + verify; returns the pointers.
+fn alloc_with(gpu: &Gpu, heap: &Heap, kernel: &str, n: u64, size: u64, sizes: Option<&[u32]>) -> Vec<u64> {
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let sizes_buf = sizes.map(|s| DeviceBuffer::from_slice(s).unwrap());
+    let sz: u64 = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
+    let (arg, p, e, tag) = (heap.arg(), ptrs.as_device_ptr().as_raw(), errs.as_device_ptr().as_raw(), 3u64);
+    // SAFETY: argument lists match the kernels' signatures in kernels/src/entry.rs.
+    unsafe {
+        if kernel == "vb_malloc_packed" {
+            gpu.launch(kernel, n, BLOCK, veballoc::kernel_args![arg, p, n, size, sz]).unwrap();
+        } else {
+            gpu.launch(kernel, n, BLOCK, veballoc::kernel_args![arg, p, n, size]).unwrap();
+        }
+        gpu.launch("vb_write", n, BLOCK, veballoc::kernel_args![p, n, size, sz, tag]).unwrap();
+        gpu.launch("vb_verify", n, BLOCK, veballoc::kernel_args![p, n, size, sz, tag, e]).unwrap();
+    }
+    gpu.sync().unwrap();
+    assert_eq!(host(&errs), vec![0, 0, 0], "{kernel}: bad words, nulls, misaligned");
+    host(&ptrs)
+}
+
+fn free_all(gpu: &Gpu, heap: &Heap, ptrs: &[u64]) {
+    let buf = DeviceBuffer::from_slice(ptrs).unwrap();
+    let (arg, p, n) = (heap.arg(), buf.as_device_ptr().as_raw(), ptrs.len() as u64);
+    // SAFETY: matches vb_free's signature.
+    unsafe { gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n]).unwrap() };
+    gpu.sync().unwrap();
+}
+
+fn assert_heap_empty(heap: &Heap) {
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.bytes_in_use, s.live_packed, s.blocks_in_use()), (0, 0, 0), "{s:?}");
+    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
+    assert_eq!((s.invalid_frees, s.double_frees), (0, 0), "{s:?}");
+}
+
+/// Mixed sizes packed per warp: every lane's object follows its lower neighbour's in the
+/// same warp (except where a heap block ran out), objects never overlap, frees need no size.
+#[test]
+fn gpu_packed_mixed_sizes_are_warp_contiguous() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let n = scale(MILLION);
+    for max in [64u64, 1024] {
+        let sizes: Vec<u32> = (0..n).map(|i| 1 + (veballoc::kernels::mix(max ^ i) % max) as u32).collect();
+        let ptrs = alloc_with(&gpu, &heap, "vb_malloc_packed", n, 0, Some(&sizes));
+        let rounded = |i: usize| (sizes[i] as u64).div_ceil(16) * 16;
+        let (mut adjacent, mut pairs) = (0u64, 0u64);
+        for i in 0..n as usize - 1 {
+            if (i + 1) % 32 != 0 {
+                pairs += 1;
+                adjacent += (ptrs[i + 1] == ptrs[i] + rounded(i)) as u64;
+            }
+        }
+        let mut order: Vec<usize> = (0..n as usize).collect();
+        order.sort_by_key(|&i| ptrs[i]);
+        for w in order.windows(2) {
+            assert!(ptrs[w[0]] + rounded(w[0]) <= ptrs[w[1]], "packed objects overlap");
+        }
+        let s = heap.stats().unwrap();
+        assert_eq!(s.live_packed, n, "{s:?}");
+        let live: u64 = (0..n as usize).map(rounded).sum();
+        println!(
+            "packed 1..{max} B: {:.2}% of in-warp neighbours adjacent, {} packed blocks for {} MiB",
+            100.0 * adjacent as f64 / pairs as f64,
+            s.packed_blocks,
+            live >> 20
+        );
+        assert!(adjacent * 10 >= pairs * 9, "at least 90% of neighbours adjacent");
+        free_all(&gpu, &heap, &ptrs);
+        assert_heap_empty(&heap);
+    }
+    heap.destroy().unwrap();
+}
+
+/// malloc_warp and malloc_block (thread-block collective) hand out consecutive slices.
+#[test]
+fn gpu_collective_warp_and_block_allocation() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let n = scale(MILLION);
+    for kernel in ["vb_malloc_warp", "vb_malloc_cta"] {
+        for size in [16u64, 256, 4096] {
+            let ptrs = alloc_with(&gpu, &heap, kernel, n, size, None);
+            let group = if kernel == "vb_malloc_warp" { 32 } else { BLOCK as usize };
+            let consecutive = (0..n as usize - 1)
+                .filter(|&i| (i + 1) % group != 0 && ptrs[i + 1] == ptrs[i] + size)
+                .count();
+            let mut sorted = ptrs.clone();
+            sorted.sort();
+            assert!(sorted.windows(2).all(|w| w[0] + size <= w[1]), "{kernel} {size}: overlap");
+            let s = heap.stats().unwrap();
+            assert_eq!(s.bytes_in_use, n * size, "{kernel} {size}: {s:?}");
+            println!(
+                "{kernel} {size} B: {:.2}% of in-group neighbours consecutive",
+                100.0 * consecutive as f64 / (n as f64 * (group - 1) as f64 / group as f64)
+            );
+            free_all(&gpu, &heap, &ptrs);
+            assert_heap_empty(&heap);
+        }
+    }
+    heap.destroy().unwrap();
+}
+
+/// With the safety checks, freeing every pointer twice is counted and harms nothing.
+#[test]
+fn gpu_double_frees_are_detected() {
+    let Some(gpu) = gpu() else { return };
+    if !gpu.checks() {
+        println!("NOTE: this PTX has no safety checks (build with --features checks, or set VEBALLOC_PTX_FILE to such a build): double-free detection not exercised");
+        return;
+    }
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let n = scale(MILLION);
+    let sizes = mixed_sizes(n, 9);
+    let keep = alloc_with(&gpu, &heap, "vb_malloc_packed", n, 0, Some(&sizes));
+    let ptrs = alloc_with(&gpu, &heap, "vb_malloc_packed", n, 0, Some(&sizes));
+    free_all(&gpu, &heap, &ptrs);
+    free_all(&gpu, &heap, &ptrs);
+    let s = heap.stats().unwrap();
+    println!("double frees: {} counted as double, {} as invalid", s.double_frees, s.invalid_frees);
+    assert_eq!(s.double_frees + s.invalid_frees, n, "{s:?}");
+    assert_eq!(s.live_packed + s.live_slices.iter().sum::<u64>() + s.whole_blocks.iter().sum::<u64>(), n);
+    free_all(&gpu, &heap, &keep);
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.bytes_in_use, s.live_packed, s.free_segments), (0, 0, heap.layout().num_segments as u64));
+    heap.destroy().unwrap();
+}
+
+/// A heap kept 90% full by long-lived allocations, with 1000 rounds of mixed-size churn in
+/// the rest: nothing is corrupted, and once everything is freed every byte is back.
+#[test]
+fn gpu_churn_at_90_percent_full_1000_rounds() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, 2 << 30).unwrap();
+    let segs = heap.layout().num_segments as u64;
+    // Fill with long-lived mixed sizes until 90% of the segments are in use.
+    let mut filler = Vec::new();
+    let batch = scale(1 << 16);
+    for b in 0.. {
+        let sizes = mixed_sizes(batch, 1000 + b);
+        filler.extend(alloc_with(&gpu, &heap, "vb_malloc", batch, 0, Some(&sizes)));
+        if heap.stats().unwrap().segments_in_use() * 10 >= segs * 9 {
+            break;
+        }
+    }
+    let full = heap.stats().unwrap();
+    println!("filled: {} MiB in {} of {segs} segments", full.bytes_in_use >> 20, full.segments_in_use());
+    let n = scale(1 << 15);
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let (arg, p, sz, e) = (
+        heap.arg(),
+        ptrs.as_device_ptr().as_raw(),
+        sizes.as_device_ptr().as_raw(),
+        errs.as_device_ptr().as_raw(),
+    );
+    let (seed, max_size, rounds) = (7u64, 65536u64, 1000u64);
+    for round in 0..=rounds {
+        let last = (round == rounds) as u32;
+        // SAFETY: matches vb_churn's signature.
+        unsafe {
+            gpu.launch(
+                "vb_churn",
+                n,
+                BLOCK,
+                veballoc::kernel_args![arg, p, sz, n, seed, round, max_size, last, e],
+            )
+            .unwrap()
+        };
+        if round % 200 == 0 {
+            let s = heap.stats().unwrap();
+            println!(
+                "pressure round {round}: {} MiB in use, {} segments",
+                s.bytes_in_use >> 20,
+                s.segments_in_use()
+            );
+        }
+    }
+    gpu.sync().unwrap();
+    let [bad, nulls, _] = host(&errs)[..] else { unreachable!() };
+    println!("pressure: {nulls} requests got null (out of memory) over {rounds} rounds of {n} threads");
+    assert_eq!(bad, 0, "corrupted words");
+    let after = heap.stats().unwrap();
+    assert_eq!(after.bytes_in_use, full.bytes_in_use, "the churn gave back all it took");
+    free_all(&gpu, &heap, &filler);
+    assert_heap_empty(&heap);
+    heap.destroy().unwrap();
 }

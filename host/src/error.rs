@@ -12,6 +12,8 @@ pub enum Error {
     NoGpu(String),
     /// The driver rejected veballoc's PTX (too old a driver, or a broken build).
     PtxLoad(CudaError),
+    /// The PTX file named by `VEBALLOC_PTX_FILE` could not be read.
+    PtxFile(String),
     /// The heap asked for does not fit in the GPU's free memory.
     HeapTooLarge { requested: u64, available: u64 },
     /// The heap asked for is smaller than one segment.
@@ -27,6 +29,7 @@ impl fmt::Display for Error {
         match self {
             Error::NoGpu(why) => write!(f, "no usable CUDA GPU: {why}"),
             Error::PtxLoad(e) => write!(f, "the CUDA driver could not load veballoc's PTX: {e:?} (driver too old for PTX ISA 7.0 / sm_80?)"),
+            Error::PtxFile(why) => write!(f, "cannot read the PTX file named by VEBALLOC_PTX_FILE: {why}"),
             Error::HeapTooLarge { requested, available } => write!(
                 f,
                 "a heap of {} MiB does not fit: the GPU has {} MiB free (heap memory plus its metadata)",

@@ -20,6 +20,11 @@ pub const DEFAULT_MAX_REGISTERS: u32 = 48;
 
 /// veballoc's kernels, compiled from `kernels/` by build.rs.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
+/// Whether the embedded PTX has the safety checks (the `checks` feature, or a debug build).
+pub const PTX_HAS_CHECKS: bool = option_env!("VEBALLOC_PTX_CHECKS").is_some();
+/// Environment variable naming a PTX file to load instead of the embedded one (another
+/// build of `kernels/`, e.g. with or without the `checks` feature).
+pub const PTX_FILE_ENV: &str = "VEBALLOC_PTX_FILE";
 
 struct Inner {
     // Field order is drop order: stream and module go before the context.
@@ -30,6 +35,7 @@ struct Inner {
     driver: i32,
     total_memory: u64,
     multiprocessors: u32,
+    checks: bool,
 }
 
 /// A CUDA device with veballoc's module loaded. Cheap to clone.
@@ -58,8 +64,16 @@ impl Gpu {
         let device = Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
         let opts = if max > 0 { vec![ModuleJitOption::MaxRegisters(max)] } else { vec![] };
-        let module = Module::from_ptx(PTX, &opts).map_err(Error::PtxLoad)?;
+        let module = match std::env::var_os(PTX_FILE_ENV) {
+            Some(path) => {
+                let ptx = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::PtxFile(format!("{}: {e}", path.to_string_lossy())))?;
+                Module::from_ptx(&ptx, &opts).map_err(Error::PtxLoad)?
+            }
+            None => Module::from_ptx(PTX, &opts).map_err(Error::PtxLoad)?,
+        };
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;
+        let checks = Self::query_checks(&module, &stream)?;
         let mut driver = 0i32;
         // SAFETY: cuDriverGetVersion writes one int.
         unsafe { cust::sys::cuDriverGetVersion(&mut driver) };
@@ -75,8 +89,58 @@ impl Gpu {
                 driver,
                 total_memory: device.total_memory().during("cuDeviceTotalMem")? as u64,
                 multiprocessors,
+                checks,
             }),
         })
+    }
+
+    /// Asks the loaded PTX whether it was built with the safety checks.
+    fn query_checks(module: &Module, stream: &Stream) -> Result<bool> {
+        let out = crate::zeroed_u64s(1)?;
+        let f = module.get_function("veballoc_info").during("cuModuleGetFunction (veballoc_info)")?;
+        let p = out.as_device_ptr();
+        // SAFETY: veballoc_info takes one pointer to a device word.
+        unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, crate::kernel_args![p]) }
+            .during("cuLaunchKernel (veballoc_info)")?;
+        stream.synchronize().during("cuStreamSynchronize (veballoc_info)")?;
+        let mut v = [0u64; 1];
+        cust::memory::CopyDestination::copy_to(&*out, &mut v[..]).during("cuMemcpyDtoH")?;
+        Ok(v[0] & 1 != 0)
+    }
+
+    /// Whether the loaded PTX has the safety checks (double-free detection); heaps created
+    /// on this GPU then get the hand-out bitmap.
+    pub fn checks(&self) -> bool {
+        self.inner.checks
+    }
+
+    /// Loads a user's PTX module (for example a kernel crate that calls
+    /// `veballoc_kernels::DeviceHeap::malloc`), with the same register cap policy as
+    /// veballoc's own module when `max_registers > 0`.
+    pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
+        let opts =
+            if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
+        Module::from_ptx(ptx, &opts).map_err(Error::PtxLoad)
+    }
+
+    /// Launches `kernel` of a user's `module` on veballoc's stream (so it is ordered with the
+    /// heap's own launches).
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch`].
+    pub unsafe fn launch_in(
+        &self,
+        module: &Module,
+        kernel: &str,
+        threads: u64,
+        block: u32,
+        args: &[*mut c_void],
+    ) -> Result<()> {
+        let f = module.get_function(kernel).during("cuModuleGetFunction")?;
+        let grid = threads.div_ceil(block as u64).max(1) as u32;
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { self.inner.stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args) }
+            .during("cuLaunchKernel")
     }
 
     /// The device's name, e.g. "NVIDIA H100 80GB HBM3".
@@ -119,11 +183,8 @@ impl Gpu {
     /// # Safety
     /// `args` must point to values whose types and order match the kernel's parameters.
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
-        let f = self.inner.module.get_function(kernel).during("cuModuleGetFunction")?;
-        let grid = threads.div_ceil(block as u64).max(1) as u32;
         // SAFETY: the caller vouches for the arguments.
-        unsafe { self.inner.stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args) }
-            .during("cuLaunchKernel")
+        unsafe { self.launch_in(&self.inner.module, kernel, threads, block, args) }
     }
 
     /// Waits for all work on the stream; reports errors of kernels that ran on it.

@@ -52,7 +52,7 @@ impl Heap {
             return Err(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES });
         }
         let segments = HeapLayout::segments_for_bytes(bytes);
-        let layout = HeapLayout::new(segments, shards.max(1));
+        let layout = HeapLayout::new(segments, shards.max(1), gpu.checks());
         let capacity = (segments as u64) * SEGMENT_BYTES;
         let available = gpu.free_memory()?;
         if capacity + layout.meta_bytes > available {
@@ -106,7 +106,7 @@ impl Heap {
     /// go back to their trees (run between phases; allocation may continue afterwards).
     pub fn trim(&self) -> Result<()> {
         let arg = self.arg();
-        let slots = veballoc_kernels::block::NUM_CLASSES as u64 * self.layout.shards as u64;
+        let slots = veballoc_kernels::slice::SLOT_ROWS as u64 * self.layout.shards as u64;
         // SAFETY: both kernels take one DeviceHeap; the stream orders them.
         unsafe {
             self.gpu.launch("veballoc_trim", slots, MAINT_BLOCK, crate::kernel_args![arg])?;

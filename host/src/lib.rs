@@ -32,7 +32,7 @@ mod gpu;
 mod heap;
 
 pub use error::{Error, Result};
-pub use gpu::{Gpu, DEFAULT_MAX_REGISTERS, PTX};
+pub use gpu::{Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS};
 pub use heap::{Heap, HeapArg};
 pub use veballoc_kernels as kernels;
 pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};

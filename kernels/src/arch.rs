@@ -152,6 +152,39 @@ mod imp {
         // SAFETY: callers call this from all threads of the block.
         unsafe { nvptx::_syncthreads() }
     }
+    /// Thread-block broadcast: every thread of the block gets the `v` of the one thread
+    /// that passes `src = true`. All threads of the block must call it (it holds two
+    /// `bar.sync`s; the second keeps a later call from overwriting the words early).
+    #[inline(always)]
+    pub fn cta_broadcast4(v: [u64; 4], src: bool) -> [u64; 4] {
+        let r: [u64; 4];
+        let (r0, r1, r2, r3): (u64, u64, u64, u64);
+        // SAFETY: the shared words are declared in this asm block's own scope (one instance
+        // per inlined copy), written by one thread and read after the barrier by all; callers
+        // reach it from every thread of the block.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; .shared .align 8 .b64 s[4];",
+                "setp.ne.u32 p, {src}, 0;",
+                "@p st.shared.b64 [s], {a};",
+                "@p st.shared.b64 [s+8], {b};",
+                "@p st.shared.b64 [s+16], {c};",
+                "@p st.shared.b64 [s+24], {d};",
+                "bar.sync 0;",
+                "ld.shared.b64 {r0}, [s];",
+                "ld.shared.b64 {r1}, [s+8];",
+                "ld.shared.b64 {r2}, [s+16];",
+                "ld.shared.b64 {r3}, [s+24];",
+                "bar.sync 0; }}",
+                src = in(reg32) src as u32,
+                a = in(reg64) v[0], b = in(reg64) v[1], c = in(reg64) v[2], d = in(reg64) v[3],
+                r0 = out(reg64) r0, r1 = out(reg64) r1, r2 = out(reg64) r2, r3 = out(reg64) r3,
+                options(nostack)
+            )
+        };
+        r = [r0, r1, r2, r3];
+        r
+    }
     /// Ends the kernel with an error (a panic on the device).
     #[inline(always)]
     pub fn trap() -> ! {
@@ -236,6 +269,10 @@ mod imp {
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     }
     pub fn sync_threads() {}
+    /// A host "block" is one thread: the broadcast is the thread's own value.
+    pub fn cta_broadcast4(v: [u64; 4], _src: bool) -> [u64; 4] {
+        v
+    }
     pub fn trap() -> ! {
         std::process::abort()
     }

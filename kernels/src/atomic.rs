@@ -108,6 +108,20 @@ macro_rules! gpu_atomic_impl {
                 self.fetch_add_acq_rel(x.wrapping_neg())
             }
             #[inline(always)]
+            pub fn fetch_or_relaxed(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
+            pub fn fetch_and_relaxed(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
             pub fn fetch_or_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
@@ -193,6 +207,14 @@ macro_rules! host_atomic_impl {
             #[inline(always)]
             pub fn fetch_sub_acq_rel(&self, x: $t) -> $t {
                 self.v.fetch_sub(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn fetch_or_relaxed(&self, x: $t) -> $t {
+                self.v.fetch_or(x, Ordering::Relaxed)
+            }
+            #[inline(always)]
+            pub fn fetch_and_relaxed(&self, x: $t) -> $t {
+                self.v.fetch_and(x, Ordering::Relaxed)
             }
             #[inline(always)]
             pub fn fetch_or_acq_rel(&self, x: $t) -> $t {

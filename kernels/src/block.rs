@@ -115,6 +115,8 @@ pub const MAX_FORMAT_BATCH: u32 = 16;
 pub const KIND_SLICES: u32 = 0;
 /// Block handed out whole.
 pub const KIND_WHOLE: u32 = 1;
+/// Block serving packed (mixed-size, warp-contiguous) allocations in 16-byte units.
+pub const KIND_PACKED: u32 = 2;
 
 const COUNT_MASK: u64 = 0xffff_ffff;
 
@@ -136,7 +138,7 @@ pub struct BlockMeta {
     pub alloc: Atom64,
     /// Slices given back since the block was installed.
     pub freed: Atom32,
-    /// `KIND_SLICES` or `KIND_WHOLE`.
+    /// `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
     pub kind: Atom32,
 }
 
@@ -174,12 +176,13 @@ impl BlockMeta {
         self.freed.store_relaxed(0);
     }
 
-    /// Starts a new epoch with no slice handed out; returns the epoch. Owner only.
-    pub fn install(&self) -> u32 {
+    /// Starts a new epoch with no slice handed out, serving `kind` (`KIND_SLICES` or
+    /// `KIND_PACKED`); returns the epoch. Owner only.
+    pub fn install(&self, kind: u32) -> u32 {
         // Relaxed load: only the owner changes the epoch.
         let e = epoch_of(self.alloc.load_relaxed()).wrapping_add(1);
         // Relaxed: these are published by the release CAS that installs the block.
-        self.kind.store_relaxed(KIND_SLICES);
+        self.kind.store_relaxed(kind);
         self.freed.store_relaxed(0);
         // AcqRel swap (not a store) so that stale adds are totally ordered with it; count 0.
         self.alloc.swap_acq_rel((e as u64) << 32);

@@ -26,9 +26,15 @@ unsafe impl Send for CpuHeap {}
 unsafe impl Sync for CpuHeap {}
 
 impl CpuHeap {
-    /// A heap of `num_segments` 16 MiB segments with `shards` current slots per class.
+    /// A heap of `num_segments` 16 MiB segments with `shards` current slots per class, with
+    /// the safety checks when the build has them (`crate::CHECKS`).
     pub fn new(num_segments: u32, shards: u32) -> Self {
-        let layout = HeapLayout::new(num_segments, shards);
+        Self::with_checks(num_segments, shards, crate::CHECKS)
+    }
+
+    /// As `new`; `checks` asks for the hand-out bitmap (used only if `crate::CHECKS`).
+    pub fn with_checks(num_segments: u32, shards: u32, checks: bool) -> Self {
+        let layout = HeapLayout::new(num_segments, shards, checks);
         let bytes = (num_segments as usize) << crate::SEGMENT_SHIFT;
         let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
         // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).
@@ -81,6 +87,9 @@ impl CpuHeap {
                     })
                     .collect();
                 let taken = self.heap.take_slices(c, group.len() as u32);
+                if let (Some((base, got)), true) = (taken, self.heap.checking()) {
+                    self.heap.mark_handed_out(base, c, got);
+                }
                 for (rank, &l) in group.iter().enumerate() {
                     done[l] = true;
                     match taken {
@@ -93,6 +102,48 @@ impl CpuHeap {
                 }
             }
             pending = next;
+        }
+        out
+    }
+}
+
+impl CpuHeap {
+    /// Simulates `malloc_packed` for one warp whose lanes ask for `sizes`: the lanes still
+    /// waiting pack their 16-byte-rounded sizes in lane order into one run taken with one
+    /// `take`; the lanes whose whole object fits are served, the rest try again.
+    pub fn warp_malloc_packed(&self, sizes: &[u64]) -> Vec<*mut u8> {
+        use crate::heap::{PACKED_MAX_BYTES, PACKED_UNIT};
+        assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
+        let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
+        let mut pending = Vec::new();
+        for (lane, &size) in sizes.iter().enumerate() {
+            if size == 0 || size > PACKED_MAX_BYTES {
+                out[lane] = self.heap.malloc(size);
+            } else {
+                pending.push(lane);
+            }
+        }
+        for _ in 0..crate::heap::WARP_ROUNDS {
+            if pending.is_empty() {
+                break;
+            }
+            let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(PACKED_UNIT) as u32).collect();
+            let Some((base, got)) = self.heap.take_in_row(crate::slice::PACKED_ROW, units.iter().sum())
+            else {
+                break;
+            };
+            let (mut before, mut served) = (0u32, 0usize);
+            while served < pending.len() && before + units[served] <= got {
+                let p = base + before as u64 * PACKED_UNIT;
+                if self.heap.checking() {
+                    self.heap.mark_handed_out(p, 0, 1);
+                }
+                out[pending[served]] = p as *mut u8;
+                before += units[served];
+                served += 1;
+            }
+            self.heap.settle_packed(base, got, served as u32);
+            pending.drain(..served);
         }
         out
     }

@@ -2,9 +2,9 @@
 //! launch. User kernels call `DeviceHeap::malloc`/`free` directly.
 
 use crate::arch;
-use crate::block::NUM_CLASSES;
 use crate::heap::DeviceHeap;
 use crate::mix;
+use crate::slice::SLOT_ROWS;
 
 /// One thread per word of the segment tree (the rest of the zeroed metadata is ready as is).
 #[no_mangle]
@@ -15,12 +15,21 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     }
 }
 
+/// What this PTX was built with: `out[0]` = 1 when it has the safety checks.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_info(out: *mut u64) {
+    if arch::global_thread_x() == 0 {
+        // SAFETY: the host passes one word.
+        unsafe { *out = crate::CHECKS as u64 };
+    }
+}
+
 /// One thread per current slot: retires the current blocks.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_trim(heap: DeviceHeap) {
     let i = arch::global_thread_x();
     let shards = heap.layout().shards as u64;
-    if i < NUM_CLASSES as u64 * shards {
+    if i < SLOT_ROWS as u64 * shards {
         heap.trim_slot((i / shards) as usize, (i % shards) as u32);
     }
 }
@@ -58,6 +67,46 @@ pub unsafe extern "ptx-kernel" fn vb_malloc(
     if i < n {
         // SAFETY: the host passes arrays of n elements.
         unsafe { *ptrs.add(i as usize) = heap.malloc(size_of_thread(size, sizes, i)) as u64 };
+    }
+}
+
+/// `ptrs[i] = malloc_packed(size or sizes[i])` for i < n (mixed-size warp coalescing).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_packed(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes arrays of n elements.
+        unsafe { *ptrs.add(i as usize) = heap.malloc_packed(size_of_thread(size, sizes, i)) as u64 };
+    }
+}
+
+/// `ptrs[i] = malloc_warp(size)` for i < n (collective: one size per launch).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_warp(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes an array of n pointers.
+        unsafe { *ptrs.add(i as usize) = heap.malloc_warp(size) as u64 };
+    }
+}
+
+/// `ptrs[i] = malloc_block(size)` for i < n. Every thread of each block takes part (the
+/// call holds barriers); threads past n free what they got.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64) {
+    let i = arch::global_thread_x();
+    let p = heap.malloc_block(size);
+    if i < n {
+        // SAFETY: the host passes an array of n pointers.
+        unsafe { *ptrs.add(i as usize) = p as u64 };
+    } else {
+        heap.free(p);
     }
 }
 

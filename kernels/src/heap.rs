@@ -6,9 +6,10 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    split_gid, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    split_gid, KIND_PACKED, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind};
+use crate::slice::{PACKED_ROW, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -20,6 +21,14 @@ pub const DEFAULT_SHARDS: u32 = 256;
 /// there (L1-cached) instead of receiving it as a large by-value argument, which the
 /// compiler would copy to local memory in every thread.
 pub const HEADER_BYTES: u64 = 1024;
+/// Unit of packed allocations (`malloc_packed`): requests are rounded up to it.
+pub const PACKED_UNIT: u64 = 16;
+/// Largest request `malloc_packed` packs; a warp's run is at most 32 of these (2048 units,
+/// half a block), so a fresh block always holds one.
+pub const PACKED_MAX_BYTES: u64 = 1024;
+/// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
+/// block's rest and the next one's start cover any block of up to 4096 threads.
+pub const CTA_RUNS: usize = 2;
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
@@ -30,8 +39,11 @@ pub mod counter {
     pub const INVALID_FREE: usize = 0;
     /// Requests that got null because no memory was left.
     pub const OUT_OF_MEMORY: usize = 1;
+    /// `free` of a slice that is not handed out now: a double free, or a slice of a live
+    /// block that was never handed out. Counted only by heaps with checks (see `crate::CHECKS`).
+    pub const DOUBLE_FREE: usize = 2;
     /// Number of counters.
-    pub const COUNT: usize = 2;
+    pub const COUNT: usize = 3;
 }
 
 const fn align8(x: u64) -> u64 {
@@ -44,6 +56,9 @@ const fn align8(x: u64) -> u64 {
 pub struct HeapLayout {
     pub num_segments: u32,
     pub shards: u32,
+    /// 1 when the heap has the hand-out bitmap that the safety checks use (see `check.rs`).
+    pub checks: u32,
+    pub _reserved: u32,
     pub seg_tree: VebLayout,
     pub block_tree: [VebLayout; NUM_CLASSES],
     pub seg_tree_off: u64,
@@ -55,13 +70,16 @@ pub struct HeapLayout {
     pub current_off: u64,
     pub format_lock_off: u64,
     pub counters_off: u64,
+    /// The hand-out bitmap (`check.rs`); 0 when `checks == 0`.
+    pub bits_off: u64,
     /// Total metadata bytes.
     pub meta_bytes: u64,
 }
 
 impl HeapLayout {
-    /// Layout for `num_segments` segments and `shards` current slots per class.
-    pub const fn new(num_segments: u32, shards: u32) -> Self {
+    /// Layout for `num_segments` segments and `shards` current slots per class; `checks`
+    /// adds the hand-out bitmap (1 bit per 16 bytes of heap: 0.8% of its size).
+    pub const fn new(num_segments: u32, shards: u32, checks: bool) -> Self {
         assert!(shards.is_power_of_two(), "shards must be a power of two");
         let n = num_segments as u64;
         let mut off = HEADER_BYTES;
@@ -86,14 +104,20 @@ impl HeapLayout {
         let blocks_off = off;
         off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
         let current_off = off;
-        off += NUM_CLASSES as u64 * shards as u64 * 8;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
         let format_lock_off = off;
         off += align8(2 * NUM_CLASSES as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
+        let bits_off = if checks { off } else { 0 };
+        if checks {
+            off += n * crate::check::BIT_WORDS_PER_SEGMENT * 8;
+        }
         Self {
             num_segments,
             shards,
+            checks: checks as u32,
+            _reserved: 0,
             seg_tree,
             block_tree,
             seg_tree_off,
@@ -105,6 +129,7 @@ impl HeapLayout {
             current_off,
             format_lock_off,
             counters_off,
+            bits_off,
             meta_bytes: off,
         }
     }
@@ -212,7 +237,7 @@ impl DeviceHeap {
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_slice(slice_class(size))
         } else if size <= SEGMENT_BYTES {
-            self.malloc_block(block_class(size))
+            self.malloc_whole(block_class(size))
         } else {
             self.malloc_large(size)
         }
@@ -223,32 +248,188 @@ impl DeviceHeap {
     #[inline]
     fn malloc_slice(&self, c: usize) -> *mut u8 {
         for _ in 0..WARP_ROUNDS {
-            let active = arch::activemask();
-            let peers = arch::match_any_sync(active, c as u32);
-            let leader = peers.trailing_zeros();
-            let rank = (peers & arch::lanemask_lt()).count_ones();
-            let (mut base, mut got) = (0u64, 0u32);
-            if arch::lane_id() == leader {
-                match self.take_slices(c, peers.count_ones()) {
-                    Some((b, g)) => (base, got) = (b, g),
-                    None => self.bump(counter::OUT_OF_MEMORY),
-                }
-            }
-            let base = arch::shfl_sync_u64(peers, base, leader);
-            let got = arch::shfl_sync_u32(peers, got, leader);
-            if got == 0 {
-                return core::ptr::null_mut();
-            }
-            if rank < got {
-                return (base + rank as u64 * slice_bytes(c)) as usize as *mut u8;
+            let peers = arch::match_any_sync(arch::activemask(), c as u32);
+            if let Some(p) = self.serve_group(c, peers) {
+                return p;
             }
         }
         core::ptr::null_mut()
     }
 
+    /// One round for the group `peers` (lanes that all want class `c`): its leader takes
+    /// slices for all with one atomic. `Some(p)`: this lane is done (`p` null when out of
+    /// memory); `None`: the block ran out before this lane's rank, try again.
+    #[inline(always)]
+    fn serve_group(&self, c: usize, peers: u32) -> Option<*mut u8> {
+        let leader = peers.trailing_zeros();
+        let rank = (peers & arch::lanemask_lt()).count_ones();
+        let (mut base, mut got) = (0u64, 0u32);
+        if arch::lane_id() == leader {
+            match self.take_slices(c, peers.count_ones()) {
+                Some((b, g)) => {
+                    (base, got) = (b, g);
+                    if self.checking() {
+                        self.mark_handed_out(b, c, g);
+                    }
+                }
+                None => self.bump(counter::OUT_OF_MEMORY),
+            }
+        }
+        let base = arch::shfl_sync_u64(peers, base, leader);
+        let got = arch::shfl_sync_u32(peers, got, leader);
+        if got == 0 {
+            Some(core::ptr::null_mut())
+        } else if rank < got {
+            Some((base + rank as u64 * slice_bytes(c)) as usize as *mut u8)
+        } else {
+            None
+        }
+    }
+
+    /// Collective `malloc` for a warp whose active lanes all ask for the same `size`: no
+    /// grouping step, one atomic for the warp. A heap with checks verifies the promise (and
+    /// falls back to `malloc` if it is broken); without checks, lanes that ask for a larger
+    /// size than their leader get too small a slice.
+    ///
+    /// ```ignore
+    /// let buf = heap.malloc_warp(256); // every active lane: 256 bytes, adjacent slices
+    /// ```
+    #[inline]
+    pub fn malloc_warp(&self, size: u64) -> *mut u8 {
+        if size == 0 || size > MAX_SLICE_BYTES {
+            return self.malloc(size);
+        }
+        let c = slice_class(size);
+        for _ in 0..WARP_ROUNDS {
+            let active = arch::activemask();
+            if self.checking() && arch::match_any_sync(active, c as u32) != active {
+                return self.malloc_slice(c);
+            }
+            if let Some(p) = self.serve_group(c, active) {
+                return p;
+            }
+        }
+        core::ptr::null_mut()
+    }
+
+    /// Collective `malloc` for a whole (1-D) thread block whose threads all ask for the same
+    /// `size`: thread 0 takes the block's slices with one atomic (two when a heap block runs
+    /// out midway) and shares them through shared memory. Every thread of the block must
+    /// call it (it holds barriers); thread `t` gets slice `t` of the run, so neighbours'
+    /// buffers are adjacent.
+    ///
+    /// ```ignore
+    /// let row = heap.malloc_block(64 * 4); // one 256-byte row per thread of the block
+    /// ```
+    #[inline]
+    pub fn malloc_block(&self, size: u64) -> *mut u8 {
+        if size == 0 || size > MAX_SLICE_BYTES {
+            return self.malloc(size);
+        }
+        let c = slice_class(size);
+        let t = arch::thread_idx_x();
+        let mut runs = [0u64; 4];
+        if t == 0 {
+            let mut need = arch::block_dim_x();
+            for k in 0..CTA_RUNS {
+                if need == 0 {
+                    break;
+                }
+                let Some((b, g)) = self.take_slices(c, need) else {
+                    self.bump(counter::OUT_OF_MEMORY);
+                    break;
+                };
+                if self.checking() {
+                    self.mark_handed_out(b, c, g);
+                }
+                (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
+                need -= g;
+            }
+        }
+        let [b0, g0, b1, g1] = arch::cta_broadcast4(runs, t == 0);
+        let t = t as u64;
+        if t < g0 {
+            (b0 + t * slice_bytes(c)) as usize as *mut u8
+        } else if t < g0 + g1 {
+            (b1 + (t - g0) * slice_bytes(c)) as usize as *mut u8
+        } else {
+            // The runs fell short (contention or out of memory): the rest go per warp.
+            self.malloc_warp(size)
+        }
+    }
+
+    /// Mixed-size warp coalescing: the active lanes' requests (each rounded up to 16 bytes)
+    /// are packed back to back, in lane order, into one run of a packed block taken with one
+    /// atomic, so that neighbouring threads' data is adjacent whatever their sizes. Sizes
+    /// above `PACKED_MAX_BYTES` go to `malloc`. `free` needs no header: a packed block counts
+    /// objects, not bytes (the leader gives back each object's extra units at once).
+    /// The size is not recorded: `usable_size` returns 0 and `realloc` returns null for a
+    /// packed pointer.
+    ///
+    /// ```ignore
+    /// let node = heap.malloc_packed(16 + 8 * degree as u64); // sizes differ per lane
+    /// ```
+    #[inline]
+    pub fn malloc_packed(&self, size: u64) -> *mut u8 {
+        if size == 0 || size > PACKED_MAX_BYTES {
+            return self.malloc(size);
+        }
+        let units = size.div_ceil(PACKED_UNIT) as u32;
+        for _ in 0..WARP_ROUNDS {
+            let active = arch::activemask();
+            let (before, total) = warp_exclusive_sum(active, units);
+            let leader = active.trailing_zeros();
+            let (mut base, mut got) = (0u64, 0u32);
+            if arch::lane_id() == leader {
+                match self.take_in_row(PACKED_ROW, total) {
+                    Some((b, g)) => (base, got) = (b, g),
+                    None => self.bump(counter::OUT_OF_MEMORY),
+                }
+            }
+            let base = arch::shfl_sync_u64(active, base, leader);
+            let got = arch::shfl_sync_u32(active, got, leader);
+            if got == 0 {
+                return core::ptr::null_mut();
+            }
+            // Lanes whose whole run fits: a prefix in lane order.
+            let served = before + units <= got;
+            let served_lanes = arch::ballot_sync(active, served);
+            if arch::lane_id() == leader {
+                self.settle_packed(base, got, served_lanes.count_ones());
+            }
+            if served {
+                let p = base + before as u64 * PACKED_UNIT;
+                if self.checking() {
+                    self.mark_handed_out(p, 0, 1);
+                }
+                return p as usize as *mut u8;
+            }
+        }
+        core::ptr::null_mut()
+    }
+
+    /// The packed leader's second step: of the `got` units taken at `base`, `served` objects
+    /// were handed out. Each will give back one unit when freed; everything else (their
+    /// extra units, and the tail no lane could use) goes back now.
+    #[inline(always)]
+    pub(crate) fn settle_packed(&self, base: u64, got: u32, served: u32) {
+        let credit = got - served;
+        if credit > 0 {
+            let (seg, local) = self.block_of(base, 0);
+            self.release_slices(seg, local, credit);
+        }
+    }
+
+    /// Segment and block (of class `c`) of heap address `addr`.
+    #[inline(always)]
+    fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
+        let off = addr - self.mem;
+        ((off >> SEGMENT_SHIFT) as u32, ((off & (SEGMENT_BYTES - 1)) / block_bytes(c)) as u32)
+    }
+
     /// A whole block of class `c`.
     #[inline(never)]
-    fn malloc_block(&self, c: usize) -> *mut u8 {
+    fn malloc_whole(&self, c: usize) -> *mut u8 {
         let Some(gid) = self.claim_block(c) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
@@ -314,7 +495,7 @@ impl DeviceHeap {
                 } else if in_seg % slice_bytes(c) != 0 {
                     self.bump(counter::INVALID_FREE);
                 } else {
-                    self.free_slices_coalesced(seg, local, has_whole);
+                    self.free_slices_coalesced(seg, local, c, ptr as usize as u64, has_whole);
                 }
             }
             Some((seg, 0, SegKind::LargeHead, _)) => self.free_large(seg),
@@ -322,44 +503,72 @@ impl DeviceHeap {
         }
     }
 
-    /// Frees a whole block.
+    /// Frees a whole block. Of two frees of it, only one gets past the kind swap.
     #[inline(never)]
     fn free_block(&self, seg: u32, local: u32, c: usize) {
-        // Relaxed: the release insert in release_block publishes it.
-        self.block_meta(seg, local).kind.store_relaxed(KIND_SLICES);
+        // AcqRel: decides between racing frees; the release insert in release_block
+        // publishes the new kind to the block's next owner.
+        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_SLICES).is_err() {
+            self.bump(counter::DOUBLE_FREE);
+            return;
+        }
         self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
     }
 
-    /// The lanes freeing slices of the same block give them back with one atomic.
+    /// The lanes freeing slices of the same block give them back with one atomic. With
+    /// checks, each lane first clears its slice's hand-out bit; lanes whose bit was already
+    /// clear are counted as double frees and give nothing back.
     #[inline(always)]
-    fn free_slices_coalesced(&self, seg: u32, local: u32, has_whole: bool) {
+    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64, has_whole: bool) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
+        let owned = !self.checking() || self.unmark(addr, c);
+        let owned_lanes = arch::ballot_sync(peers, owned);
         if arch::lane_id() == peers.trailing_zeros() {
             // One check per group, and only in segments that hand out whole blocks: interior
             // pointers of a whole block are not slices. Relaxed: as in `locate`.
             if has_whole && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
                 self.counter(counter::INVALID_FREE).fetch_add_relaxed(peers.count_ones() as u64);
-            } else {
-                self.release_slices(seg, local, peers.count_ones());
+                return;
+            }
+            let bad = (peers & !owned_lanes).count_ones();
+            if bad > 0 {
+                // Relaxed: a statistic, read by the host after the kernel ends.
+                self.counter(counter::DOUBLE_FREE).fetch_add_relaxed(bad as u64);
+            }
+            if owned_lanes != 0 {
+                self.release_slices(seg, local, owned_lanes.count_ones());
             }
         }
     }
 
-    /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out.
+    /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out
+    /// or if it came from `malloc_packed` (whose sizes are not recorded).
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Class(c), _)) => {
-                // Acquire: as in free.
-                if self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_WHOLE {
-                    block_bytes(c)
-                } else {
-                    slice_bytes(c)
+                // Acquire: pairs with the release that published the kind.
+                match self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() {
+                    KIND_WHOLE => block_bytes(c),
+                    // A packed object's size is not recorded.
+                    KIND_PACKED => 0,
+                    _ => slice_bytes(c),
                 }
             }
             // Acquire: pairs with the release in claim_large.
             Some((seg, 0, SegKind::LargeHead, _)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
             _ => 0,
+        }
+    }
+
+    /// Whether `ptr` lies in a block serving `malloc_packed`.
+    fn is_packed(&self, ptr: *const u8) -> bool {
+        match self.locate(ptr as usize as u64) {
+            // Acquire: as in usable_size.
+            Some((seg, in_seg, SegKind::Class(0), _)) => {
+                self.block_meta(seg, (in_seg / block_bytes(0)) as u32).kind.load_acquire() == KIND_PACKED
+            }
+            _ => false,
         }
     }
 
@@ -379,7 +588,8 @@ impl DeviceHeap {
 
     /// Resizes `ptr` to `size` bytes, keeping the contents up to the smaller size. Null `ptr`
     /// means malloc; `size == 0` frees and returns null. On failure returns null and leaves
-    /// `ptr` untouched. Keeps `ptr` when it is already large enough.
+    /// `ptr` untouched. Keeps `ptr` when it is already large enough. Fails (null) for
+    /// packed pointers, whose size is not recorded.
     pub fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
         if ptr.is_null() {
             return self.malloc(size);
@@ -390,7 +600,9 @@ impl DeviceHeap {
         }
         let have = self.usable_size(ptr);
         if have == 0 {
-            self.bump(counter::INVALID_FREE);
+            if !self.is_packed(ptr) {
+                self.bump(counter::INVALID_FREE);
+            }
             return core::ptr::null_mut();
         }
         if size <= have {
@@ -405,6 +617,25 @@ impl DeviceHeap {
         }
         q
     }
+}
+
+/// This lane's exclusive prefix sum of `x` over the lanes of `active` (in lane order), and
+/// their total. One shuffle per active lane: cheaper than the atomics it saves.
+#[inline(always)]
+fn warp_exclusive_sum(active: u32, x: u32) -> (u32, u32) {
+    let me = arch::lane_id();
+    let (mut before, mut total) = (0u32, 0u32);
+    let mut m = active;
+    while m != 0 {
+        let j = m.trailing_zeros();
+        let v = arch::shfl_sync_u32(active, x, j);
+        if j < me {
+            before += v;
+        }
+        total += v;
+        m &= m - 1;
+    }
+    (before, total)
 }
 
 /// # Safety

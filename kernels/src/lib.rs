@@ -15,6 +15,8 @@ pub mod block;
 pub mod veb;
 
 #[cfg(not(loom))]
+pub mod check;
+#[cfg(not(loom))]
 pub mod heap;
 #[cfg(not(loom))]
 pub mod segment;
@@ -35,6 +37,10 @@ pub const SEGMENT_SHIFT: u32 = 24;
 pub const SEGMENT_BYTES: u64 = 1 << SEGMENT_SHIFT;
 /// Slices in every block, whatever its class.
 pub const SLICES_PER_BLOCK: u32 = 4096;
+/// Whether this build has the safety checks (double-free and foreign-pointer detection,
+/// see `check.rs`): the `checks` feature, on by default in debug builds. A heap uses them
+/// only if it was also created with the hand-out bitmap (`HeapLayout::checks`).
+pub const CHECKS: bool = cfg!(any(feature = "checks", debug_assertions));
 /// First sleep of a thread that waits for another's progress (a block install, a format).
 pub const BACKOFF_MIN_NS: u32 = 32;
 /// Longest single sleep: the backoff doubles up to this.

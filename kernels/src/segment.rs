@@ -181,9 +181,16 @@ impl DeviceHeap {
     /// Frees the run that starts at segment `s`.
     #[inline(never)]
     pub(crate) fn free_large(&self, s: u32) {
-        // Acquire: pairs with the release in `claim_large`.
-        let k = self.seg_run(s).load_acquire();
-        for t in 0..k {
+        // AcqRel: of two frees of the run only one clears its head; acquires claim_large's
+        // release of the run length.
+        if self.seg_table(s).cas_acq_rel(SegFlags::LARGE.bits(), 0).is_err() {
+            // Relaxed: a statistic, read by the host after the kernel ends.
+            self.counter(crate::heap::counter::DOUBLE_FREE).fetch_add_relaxed(1);
+            return;
+        }
+        // Relaxed: ordered by the acquire CAS above.
+        let k = self.seg_run(s).load_relaxed();
+        for t in 1..k {
             // Relaxed: the release inserts below publish the cleared entries.
             self.seg_table(s + t).store_relaxed(0);
         }

@@ -5,7 +5,9 @@
 
 use crate::arch;
 use crate::atomic::Atom64;
-use crate::block::{blocks_per_segment_shift, slice_bytes, split_gid, Take, NUM_CLASSES};
+use crate::block::{
+    blocks_per_segment_shift, slice_bytes, split_gid, Take, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+};
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
 
@@ -16,6 +18,22 @@ pub const SLICE_RETRIES: u32 = 1024;
 /// Slot value while one warp installs the next block: the others wait for it rather than
 /// all claiming blocks (which all but one would have to give back).
 pub const INSTALLING: u64 = u64::MAX;
+
+/// Rows of current slots: one per class, and one for packed allocations (class-0 blocks
+/// of `KIND_PACKED`, kept apart so that their hand-out stays warp-contiguous).
+pub const SLOT_ROWS: usize = NUM_CLASSES + 1;
+/// The row of packed allocations.
+pub const PACKED_ROW: usize = NUM_CLASSES;
+
+/// Class and block kind of the blocks in slot row `row`.
+#[inline(always)]
+pub const fn row_class_kind(row: usize) -> (usize, u32) {
+    if row == PACKED_ROW {
+        (0, KIND_PACKED)
+    } else {
+        (row, KIND_SLICES)
+    }
+}
 
 /// Packs a current-slot value; 0 means "no block".
 #[inline(always)]
@@ -29,25 +47,33 @@ pub const fn decode_slot(v: u64) -> (u32, u64) {
 }
 
 impl DeviceHeap {
-    /// Current-block slot `shard` of class `c`.
+    /// Current-block slot `shard` of row `row` (a class, or `PACKED_ROW`).
     #[inline(always)]
-    pub(crate) fn current(&self, c: usize, shard: u32) -> &Atom64 {
-        let i = c as u64 * self.layout().shards as u64 + shard as u64;
-        // SAFETY: the layout reserved NUM_CLASSES * shards words at current_off.
+    pub(crate) fn current(&self, row: usize, shard: u32) -> &Atom64 {
+        let i = row as u64 * self.layout().shards as u64 + shard as u64;
+        // SAFETY: the layout reserved SLOT_ROWS * shards words at current_off.
         unsafe {
             &crate::atomic::words(
                 self.meta + self.layout().current_off,
-                NUM_CLASSES * self.layout().shards as usize,
+                SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
     }
 
-    /// Takes up to `n` (1..=32) slices of class `c` for a warp's group; returns the first
-    /// slice's address and how many consecutive slices were taken (>= 1), or `None` when the
+    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
+    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
     /// heap is out of memory.
     #[inline]
     pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        let slot = self.current(c, arch::smid() & (self.layout().shards - 1));
+        self.take_in_row(c, n)
+    }
+
+    /// `take_slices` from the blocks of slot row `row`: a class, or `PACKED_ROW` (16-byte
+    /// units of class-0 blocks marked `KIND_PACKED`).
+    #[inline]
+    pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+        let (c, _) = row_class_kind(row);
+        let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
         let mut ns = crate::BACKOFF_MIN_NS;
         for _ in 0..SLICE_RETRIES {
             // Relaxed: the add in `take` reads the block's count with acquire, and its epoch
@@ -62,7 +88,7 @@ impl DeviceHeap {
                 let (seg, local) = split_gid(c, gid);
                 // No pre-check of the count: it would put a third dependent round trip on
                 // every warp's path. A late add to a full block takes nothing; the 32-bit count
-                // cannot reach the epoch bits (a warp adds at most 32 per round and re-reads
+                // cannot reach the epoch bits (a group adds at most 4096 per round and re-reads
                 // the slot, which a full block leaves within microseconds).
                 let meta = self.block_meta(seg, local);
                 match meta.take(epoch, n) {
@@ -70,7 +96,7 @@ impl DeviceHeap {
                         if exhausted {
                             // We took the last slices: install the next block now. If that
                             // fails for lack of memory, what we took is still good.
-                            let _ = self.replace(c, slot, cur);
+                            let _ = self.replace(row, slot, cur);
                         }
                         return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
                     }
@@ -79,24 +105,25 @@ impl DeviceHeap {
                 }
             }
             // Empty, full or stale: replace it, unless another warp is already doing so.
-            match self.replace(c, slot, cur) {
+            match self.replace(row, slot, cur) {
                 Some(true) => {}
                 Some(false) => crate::backoff(&mut ns),
                 // No block left: what other multiprocessors' current blocks still hold is the
                 // last memory of this class.
-                None => return self.steal(c, n),
+                None => return self.steal(row, n),
             }
         }
         None
     }
 
-    /// Takes up to `n` slices from any current block of class `c` (when no new block can be
+    /// Takes up to `n` slices from any current block of row `row` (when no new block can be
     /// had: without this, slices left in other shards' blocks would be out of reach).
     #[inline(never)]
-    fn steal(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+    fn steal(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+        let (c, _) = row_class_kind(row);
         for shard in 0..self.layout().shards {
             // Relaxed: as in take_slices.
-            let cur = self.current(c, shard).load_relaxed();
+            let cur = self.current(row, shard).load_relaxed();
             if cur == 0 || cur == INSTALLING {
                 continue;
             }
@@ -121,7 +148,8 @@ impl DeviceHeap {
     /// warp did, `Some(false)` when another warp holds or changed the slot, `None` when no
     /// block could be had (out of memory; the slot gets `expected` back).
     #[inline(never)]
-    fn replace(&self, c: usize, slot: &Atom64, expected: u64) -> Option<bool> {
+    fn replace(&self, row: usize, slot: &Atom64, expected: u64) -> Option<bool> {
+        let (c, kind) = row_class_kind(row);
         // AcqRel: exclusive right to install; acquires the previous installer's writes.
         if slot.cas_acq_rel(expected, INSTALLING).is_err() {
             return Some(false);
@@ -132,7 +160,7 @@ impl DeviceHeap {
             return None;
         };
         let (seg, local) = split_gid(c, gid);
-        let epoch = self.block_meta(seg, local).install();
+        let epoch = self.block_meta(seg, local).install(kind);
         // Release: publishes the block's reset to the warps that load the slot.
         slot.store_release(encode_slot(epoch, gid));
         Some(true)
@@ -161,9 +189,9 @@ impl DeviceHeap {
     /// Retires every current block (its slices not yet handed out are given back), so that
     /// fully freed blocks and segments return to their trees. Safe while others allocate;
     /// meant for the end of a phase, before stats or validation.
-    pub fn trim_slot(&self, c: usize, shard: u32) {
-        // AcqRel: we own the retired value; the acquire sees the block's install.
-        let slot = self.current(c, shard);
+    pub fn trim_slot(&self, row: usize, shard: u32) {
+        let (c, _) = row_class_kind(row);
+        let slot = self.current(row, shard);
         // Relaxed: the CAS below decides.
         let cur = slot.load_relaxed();
         // AcqRel: we own the retired value; an install in progress is left alone.
@@ -181,9 +209,9 @@ impl DeviceHeap {
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
     /// the segment tree (see `trim_segment`).
     pub fn trim(&self) {
-        for c in 0..NUM_CLASSES {
+        for row in 0..SLOT_ROWS {
             for sh in 0..self.layout().shards {
-                self.trim_slot(c, sh);
+                self.trim_slot(row, sh);
             }
         }
         for seg in 0..self.layout().num_segments {

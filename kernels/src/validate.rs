@@ -3,12 +3,12 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes, KIND_WHOLE,
-    NUM_CLASSES,
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes, KIND_PACKED,
+    KIND_WHOLE, NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
-use crate::slice::decode_slot;
+use crate::slice::{decode_slot, PACKED_ROW};
 use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
 
 /// What the heap holds, from one walk of its metadata.
@@ -26,12 +26,19 @@ pub struct Stats {
     pub slice_blocks: [u64; NUM_CLASSES],
     /// Blocks handed out whole, per class.
     pub whole_blocks: [u64; NUM_CLASSES],
-    /// Live slices per class.
+    /// Live slices per class (packed objects not included).
     pub live_slices: [u64; NUM_CLASSES],
+    /// Blocks serving `malloc_packed` (counted in `slice_blocks[0]` too).
+    pub packed_blocks: u64,
+    /// Live packed objects (their sizes are not recorded, so they are not in `bytes_in_use`).
+    pub live_packed: u64,
     /// Stale summary bits in the trees (harmless; searches skip them).
     pub stale_summary_bits: u64,
     /// `free` calls on pointers the heap never handed out.
     pub invalid_frees: u64,
+    /// `free` calls on slices not handed out at the time (double frees), counted by heaps
+    /// with checks.
+    pub double_frees: u64,
     /// Requests answered with null for lack of memory.
     pub out_of_memory: u64,
 }
@@ -70,6 +77,8 @@ pub enum HeapError {
     OrphanBlock { seg: u32, local: u32 },
     /// A multi-segment run that is broken (bad length, missing tail, tail without head).
     BadRun { seg: u32 },
+    /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
+    HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
 }
 
 impl DeviceHeap {
@@ -135,18 +144,37 @@ impl DeviceHeap {
         s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.out_of_memory = self.counter(counter::OUT_OF_MEMORY).load_acquire();
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+        s.double_frees = self.counter(counter::DOUBLE_FREE).load_acquire();
         Ok(s)
     }
 
-    /// Global block indices (with epochs) in the current slots, per class.
+    /// Whether block `gid` of class `c` at `epoch` is in a current slot (of its class's row,
+    /// or for class 0 also of the packed row).
     fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
         move |c, gid, epoch| {
-            (0..self.layout().shards).any(|sh| {
-                // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                let v = self.current(c, sh).load_acquire();
-                v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
+            let rows: &[usize] = if c == 0 { &[0, PACKED_ROW] } else { core::slice::from_ref(&c) };
+            rows.iter().any(|&row| {
+                (0..self.layout().shards).any(|sh| {
+                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                    let v = self.current(row, sh).load_acquire();
+                    v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
+                })
             })
         }
+    }
+
+    /// With checks, block `local`'s hand-out bits must number its live slices (for a packed
+    /// block, its live objects: one bit per object).
+    fn check_bits(&self, seg: u32, local: u32, live: u32) -> Result<(), HeapError> {
+        if !self.checking() {
+            return Ok(());
+        }
+        let marked = self.marked_in_block(seg, local);
+        if marked != live {
+            return Err(HeapError::HandOutBits { seg, local, marked, live });
+        }
+        Ok(())
     }
 
     fn check_class_segment(
@@ -168,13 +196,16 @@ impl DeviceHeap {
                 if (count_of(w) < SLICES_PER_BLOCK && w != 0) || freed != 0 {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
+                self.check_bits(seg, local, 0)?;
                 continue;
             }
             out += 1;
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-            if m.kind.load_acquire() == KIND_WHOLE {
+            let kind = m.kind.load_acquire();
+            if kind == KIND_WHOLE {
                 s.whole_blocks[c] += 1;
                 s.bytes_in_use += block_bytes(c);
+                self.check_bits(seg, local, 0)?;
                 continue;
             }
             s.slice_blocks[c] += 1;
@@ -188,9 +219,15 @@ impl DeviceHeap {
             if handed < SLICES_PER_BLOCK && !is_current(c, gid, epoch_of(w)) {
                 return Err(HeapError::OrphanBlock { seg, local });
             }
-            let live = (handed - freed) as u64;
-            s.live_slices[c] += live;
-            s.bytes_in_use += live * slice_bytes(c);
+            let live = handed - freed;
+            self.check_bits(seg, local, live)?;
+            if kind == KIND_PACKED {
+                s.packed_blocks += 1;
+                s.live_packed += live as u64;
+            } else {
+                s.live_slices[c] += live as u64;
+                s.bytes_in_use += live as u64 * slice_bytes(c);
+            }
         }
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         let counted = self.seg_out(seg).load_acquire() & OUT_COUNT_MASK;

@@ -64,7 +64,7 @@ fn claim_is_exclusive() {
 fn block_counter_take_and_stale() {
     loom::model(|| {
         let m = Arc::new(BlockMeta::new_parked());
-        let e = m.install();
+        let e = m.install(veballoc_kernels::block::KIND_SLICES);
         // Pretend the block is nearly full so the race crosses the end.
         m.alloc.fetch_add_acq_rel(4090);
         let hs: Vec<_> = [(e, 4u32), (e, 4), (e.wrapping_sub(1), 3)]
@@ -102,7 +102,7 @@ fn block_counter_take_and_stale() {
 fn close_races_take() {
     loom::model(|| {
         let m = Arc::new(BlockMeta::new_parked());
-        let e = m.install();
+        let e = m.install(veballoc_kernels::block::KIND_SLICES);
         m.alloc.fetch_add_acq_rel(4094);
         let a = m.clone();
         let taker = thread::spawn(move || a.take(e, 2));

@@ -1,0 +1,81 @@
+//! Safety checks: a hand-out bitmap with one bit per slice (per 16-byte unit in class-0
+//! segments), set when the slice is handed out and cleared when it is freed. A `free` that
+//! finds its bit already clear is a double free, or names a slice of a live block that was
+//! never handed out: it is counted (`counter::DOUBLE_FREE`) and ignored, so the block's
+//! counts stay right. Pointers outside slices (out of range, misaligned, in free segments,
+//! inside whole blocks) are caught without the bitmap (`counter::INVALID_FREE`).
+//!
+//! Only builds with `crate::CHECKS` compile this in, and only heaps created with
+//! `HeapLayout::checks` use it. A double free that comes after the slice was handed out
+//! again is indistinguishable from a valid free (no allocator without per-pointer tags can
+//! tell), so detection covers frees while the slice is not handed out.
+
+use crate::atomic::Atom64;
+use crate::block::{MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT};
+use crate::heap::DeviceHeap;
+use crate::SLICES_PER_BLOCK;
+
+/// Bitmap words per segment: one bit per slice of the smallest class.
+pub const BIT_WORDS_PER_SEGMENT: u64 = SLICES_PER_BLOCK as u64 * MAX_BLOCKS_PER_SEGMENT as u64 / 64;
+/// Bitmap words per block (of any class: every block has 4096 slices).
+pub const BIT_WORDS_PER_BLOCK: u64 = SLICES_PER_BLOCK as u64 / 64;
+
+impl DeviceHeap {
+    /// Whether this heap runs the checks (compiled in and given a bitmap).
+    #[inline(always)]
+    pub fn checking(&self) -> bool {
+        crate::CHECKS && self.layout().checks != 0
+    }
+
+    /// Word `w` of segment `seg`'s bitmap.
+    #[inline(always)]
+    pub(crate) fn bit_word(&self, seg: u32, w: u64) -> &Atom64 {
+        let base = self.meta + self.layout().bits_off + seg as u64 * BIT_WORDS_PER_SEGMENT * 8;
+        // SAFETY: a checking heap's layout reserved BIT_WORDS_PER_SEGMENT words per segment at
+        // bits_off, and w < BIT_WORDS_PER_SEGMENT (callers pass slice indices of one segment).
+        unsafe { &crate::atomic::words(base + w * 8, 1)[0] }
+    }
+
+    /// Segment and bit index of the slice (of class `c`) at heap address `addr`.
+    #[inline(always)]
+    fn bit_of(&self, addr: u64, c: usize) -> (u32, u64) {
+        let off = addr - self.mem;
+        let seg = (off >> crate::SEGMENT_SHIFT) as u32;
+        (seg, (off & (crate::SEGMENT_BYTES - 1)) >> (MIN_SLICE_SHIFT as usize + c))
+    }
+
+    /// Marks `count` consecutive slices of class `c` starting at `addr` as handed out.
+    /// Called by the thread that took them, before it passes the addresses on.
+    #[inline(always)]
+    pub(crate) fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
+        let (seg, first) = self.bit_of(addr, c);
+        let (mut bit, end) = (first, first + count as u64);
+        while bit < end {
+            let n = (64 - bit % 64).min(end - bit);
+            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << (bit % 64) };
+            // Relaxed: the bit is only read by the RMW of the slice's free, which happens
+            // after this malloc (the caller's synchronisation, or program order and the shuffle
+            // that follows this returning atomic), so it reads this value or a later one.
+            self.bit_word(seg, bit / 64).fetch_or_relaxed(mask);
+            bit += n;
+        }
+    }
+
+    /// Clears the bit of the slice of class `c` at `addr`; false if it was not handed out.
+    #[inline(always)]
+    pub(crate) fn unmark(&self, addr: u64, c: usize) -> bool {
+        let (seg, bit) = self.bit_of(addr, c);
+        let mask = 1u64 << (bit % 64);
+        // Relaxed: see mark_handed_out; the block's recycle is ordered after this clear by
+        // the release add of the free count that follows it.
+        self.bit_word(seg, bit / 64).fetch_and_relaxed(!mask) & mask != 0
+    }
+
+    /// Set bits among block `local`'s 4096 (the validator's live count).
+    pub(crate) fn marked_in_block(&self, seg: u32, local: u32) -> u32 {
+        (0..BIT_WORDS_PER_BLOCK)
+            // Relaxed: the validator runs on a quiescent heap.
+            .map(|w| self.bit_word(seg, local as u64 * BIT_WORDS_PER_BLOCK + w).load_relaxed().count_ones())
+            .sum()
+    }
+}

@@ -1,0 +1,330 @@
+//! Safety checks (double frees, foreign pointers), packed and collective allocation, and a
+//! fuzzer that validates the whole heap after every step, on the CPU model of the allocator.
+//! The dev-dependency turns on `veballoc-kernels/checks`, so these run with the checks even
+//! in release builds.
+
+use proptest::prelude::*;
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::{counter, PACKED_UNIT};
+use veballoc::kernels::{DeviceHeap, Stats, SEGMENT_BYTES};
+
+fn stats(h: &DeviceHeap) -> Stats {
+    h.validate().unwrap_or_else(|e| panic!("heap inconsistent: {e:?}"))
+}
+
+fn bad_frees(h: &DeviceHeap) -> u64 {
+    h.counter(counter::INVALID_FREE).load_acquire() + h.counter(counter::DOUBLE_FREE).load_acquire()
+}
+
+fn assert_empty(h: &DeviceHeap) {
+    h.trim();
+    let s = stats(h);
+    assert_eq!((s.bytes_in_use, s.live_packed, s.blocks_in_use()), (0, 0, 0), "{s:?}");
+    assert_eq!(s.free_segments, h.layout().num_segments as u64, "{s:?}");
+}
+
+/// Writes a pattern over `size` bytes at `p` (first and last 64 words for big ones).
+fn fill(p: *mut u8, size: u64, tag: u64) {
+    for w in words(size) {
+        // SAFETY: p holds `size` bytes handed out by the heap; w < size / 8.
+        unsafe { (p as *mut u64).add(w).write(tag ^ w as u64) };
+    }
+}
+
+fn check(p: *mut u8, size: u64, tag: u64) {
+    check_prefix(p, size, size, tag);
+}
+
+/// Checks what `fill(p, size, tag)` wrote below byte `upto` (after a realloc that kept that much).
+fn check_prefix(p: *mut u8, size: u64, upto: u64, tag: u64) {
+    for w in words(size).into_iter().filter(|&w| (w as u64 + 1) * 8 <= upto) {
+        // SAFETY: as in fill.
+        let v = unsafe { (p as *const u64).add(w).read() };
+        assert_eq!(v, tag ^ w as u64, "allocation at {p:?} ({size} B) was overwritten");
+    }
+}
+
+fn words(size: u64) -> Vec<usize> {
+    let n = (size / 8) as usize;
+    if n <= 128 {
+        (0..n).collect()
+    } else {
+        (0..64).chain(n - 64..n).collect()
+    }
+}
+
+#[test]
+fn double_frees_are_counted_and_leave_the_heap_intact() {
+    let cpu = CpuHeap::new(8, 4);
+    let h = cpu.heap();
+    assert!(h.checking(), "the tests' dev-dependency enables the checks");
+    // A slice, a whole block and a multi-segment run.
+    for (i, size) in [16u64, 100, 4096, 8192, 1 << 20, 2 * SEGMENT_BYTES].into_iter().enumerate() {
+        let keep = h.malloc(size); // keeps the block (or class) busy
+        let p = h.malloc(size);
+        assert!(!p.is_null() && !keep.is_null());
+        fill(keep, size, 1);
+        h.free(p);
+        h.free(p);
+        assert_eq!(bad_frees(h), i as u64 + 1, "size {size}: the second free is counted");
+        let s = stats(h);
+        assert_eq!(s.bytes_in_use, h.usable_size(keep), "size {size}: {s:?}");
+        check(keep, size, 1);
+        h.free(keep);
+    }
+    assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 5);
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1, "the run's segment is free: invalid");
+    assert_empty(h);
+}
+
+#[test]
+fn frees_of_slices_never_handed_out_are_counted() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let p = h.malloc(64);
+    // SAFETY: pointer arithmetic only; the heap never dereferences these.
+    let (next, inside) = unsafe { (p.add(64), p.add(8)) };
+    h.free(next); // the next slice of the same live block: not handed out
+    h.free(inside); // misaligned
+    assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1);
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
+    assert_eq!(stats(h).bytes_in_use, 64);
+    h.free(p);
+    assert_empty(h);
+}
+
+#[test]
+fn a_heap_without_checks_has_no_bitmap() {
+    let with = CpuHeap::with_checks(4, 1, true);
+    let without = CpuHeap::with_checks(4, 1, false);
+    assert!(with.heap().checking() && !without.heap().checking());
+    assert_eq!(without.heap().layout().bits_off, 0);
+    let extra = with.heap().layout().meta_bytes - without.heap().layout().meta_bytes;
+    assert_eq!(extra, 4 * SEGMENT_BYTES / 128, "one bit per 16 bytes of heap");
+    let h = without.heap();
+    let p = h.malloc(48);
+    h.free(p);
+    assert_empty(h);
+}
+
+/// Rounded size of a packed request.
+fn packed_bytes(size: u64) -> u64 {
+    size.div_ceil(PACKED_UNIT) * PACKED_UNIT
+}
+
+#[test]
+fn packed_warps_are_contiguous_and_free_without_headers() {
+    let cpu = CpuHeap::new(8, 2);
+    let h = cpu.heap();
+    let mut live = Vec::new();
+    let mut split_runs = 0;
+    for round in 0..400u64 {
+        let sizes: Vec<u64> = (0..32).map(|l| 1 + veballoc::kernels::mix(round * 32 + l) % 1024).collect();
+        let ptrs = cpu.warp_malloc_packed(&sizes);
+        for l in 0..32 {
+            assert!(!ptrs[l].is_null(), "round {round} lane {l}");
+            if l + 1 < 32 && ptrs[l + 1] as u64 != ptrs[l] as u64 + packed_bytes(sizes[l]) {
+                split_runs += 1; // a heap block ran out mid-warp: the rest went to the next
+            }
+            fill(ptrs[l], sizes[l], round ^ l as u64);
+            live.push((ptrs[l], sizes[l], round ^ l as u64));
+        }
+        // Sizes are not recorded: usable_size says so, realloc refuses and keeps the data.
+        assert_eq!(h.usable_size(ptrs[0]), 0);
+        assert!(h.realloc(ptrs[0], 2048).is_null());
+    }
+    let units: u64 = live.iter().map(|&(_, size, _)| packed_bytes(size) / PACKED_UNIT).sum();
+    let blocks = units.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64);
+    assert!(split_runs <= blocks, "runs split only at block ends ({split_runs} splits, {blocks} blocks)");
+    let s = stats(h);
+    assert_eq!(s.live_packed, live.len() as u64, "{s:?}");
+    assert_eq!(s.bytes_in_use, 0, "packed objects are not counted in bytes: {s:?}");
+    // Free in an interleaved order, checking every object first.
+    live.sort_by_key(|&(p, _, _)| (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    for (i, &(p, size, tag)) in live.iter().enumerate() {
+        check(p, size, tag);
+        h.free(p);
+        if i % 1000 == 0 {
+            stats(h);
+        }
+    }
+    assert_eq!(bad_frees(h), 0);
+    assert_empty(h);
+}
+
+#[test]
+fn collective_calls_on_the_host_serve_one_thread() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let (a, b) = (h.malloc_warp(100), h.malloc_block(100));
+    assert!(!a.is_null() && !b.is_null() && a != b);
+    assert_eq!((h.usable_size(a), h.usable_size(b)), (128, 128));
+    let big = h.malloc_block(10_000); // above a slice: an ordinary malloc (a whole 64 KiB block)
+    assert_eq!(h.usable_size(big), 65536);
+    for p in [a, b, big] {
+        h.free(p);
+    }
+    assert_empty(h);
+}
+
+/// One step of the fuzzer.
+#[derive(Clone, Debug)]
+enum Op {
+    Malloc(u64),
+    Free(usize),
+    Realloc(usize, u64),
+    Packed(Vec<u64>),
+    /// Free, then free the same pointer again at once (before any malloc can reuse it).
+    FreeTwice(usize),
+    /// Free a misaligned pointer into a live allocation.
+    FreeInterior(usize),
+}
+
+fn size_strategy() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        8 => 1u64..=4096,
+        3 => 4097u64..=(1 << 20),
+        1 => (SEGMENT_BYTES + 1)..=(2 * SEGMENT_BYTES),
+    ]
+}
+
+fn op_strategy() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => size_strategy().prop_map(Op::Malloc),
+        4 => any::<usize>().prop_map(Op::Free),
+        2 => (any::<usize>(), size_strategy()).prop_map(|(i, s)| Op::Realloc(i, s)),
+        2 => prop::collection::vec(1u64..=1024, 1..=32).prop_map(Op::Packed),
+        1 => any::<usize>().prop_map(Op::FreeTwice),
+        1 => any::<usize>().prop_map(Op::FreeInterior),
+    ]
+}
+
+/// A live allocation of the model: pointer, requested size, pattern tag, packed or not.
+struct Live {
+    p: *mut u8,
+    size: u64,
+    tag: u64,
+    packed: bool,
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Random malloc/free/realloc/packed sequences, with bad frees mixed in; after every
+    /// step the validator walks the heap and its statistics must match the model.
+    #[test]
+    fn fuzz_random_sequences_validate_after_every_step(ops in prop::collection::vec(op_strategy(), 1..120)) {
+        let cpu = CpuHeap::new(6, 2);
+        let h = cpu.heap();
+        let mut live: Vec<Live> = Vec::new();
+        let (mut expected_bad, mut tag) = (0u64, 0u64);
+        for op in ops {
+            tag += 1;
+            match op {
+                Op::Malloc(size) => {
+                    let p = h.malloc(size);
+                    if !p.is_null() {
+                        prop_assert!(h.usable_size(p) >= size);
+                        fill(p, size, tag);
+                        live.push(Live { p, size, tag, packed: false });
+                    }
+                }
+                Op::Free(i) if !live.is_empty() => {
+                    let l = live.swap_remove(i % live.len());
+                    check(l.p, l.size, l.tag);
+                    h.free(l.p);
+                }
+                Op::Realloc(i, size) if !live.is_empty() => {
+                    let i = i % live.len();
+                    let q = h.realloc(live[i].p, size);
+                    if live[i].packed {
+                        prop_assert!(q.is_null(), "packed pointers cannot be resized");
+                    } else if !q.is_null() {
+                        check_prefix(q, live[i].size, size, live[i].tag);
+                        fill(q, size, tag);
+                        live[i] = Live { p: q, size, tag, packed: false };
+                    }
+                }
+                Op::Packed(sizes) => {
+                    for (lane, p) in cpu.warp_malloc_packed(&sizes).into_iter().enumerate() {
+                        if !p.is_null() {
+                            fill(p, sizes[lane], tag + lane as u64);
+                            live.push(Live { p, size: sizes[lane], tag: tag + lane as u64, packed: true });
+                        }
+                    }
+                }
+                Op::FreeTwice(i) if !live.is_empty() => {
+                    let l = live.swap_remove(i % live.len());
+                    h.free(l.p);
+                    h.free(l.p);
+                    expected_bad += 1;
+                }
+                Op::FreeInterior(i) if !live.is_empty() => {
+                    let l = &live[i % live.len()];
+                    // SAFETY: pointer arithmetic only.
+                    h.free(unsafe { l.p.add(8) });
+                    expected_bad += 1;
+                }
+                _ => {}
+            }
+            let s = stats(h);
+            prop_assert_eq!(bad_frees(h), expected_bad);
+            let bytes: u64 = live.iter().filter(|l| !l.packed).map(|l| h.usable_size(l.p)).sum();
+            prop_assert_eq!(s.bytes_in_use, bytes);
+            prop_assert_eq!(s.live_packed, live.iter().filter(|l| l.packed).count() as u64);
+        }
+        for l in &live {
+            check(l.p, l.size, l.tag);
+        }
+        for l in live {
+            h.free(l.p);
+        }
+        assert_empty(h);
+    }
+}
+
+#[test]
+fn threads_packing_and_freeing_each_others_objects() {
+    use std::sync::Mutex;
+    const THREADS: u64 = 8;
+    let cpu = CpuHeap::new(16, 4); // fewer shards than threads: shared current blocks
+    let h = cpu.heap();
+    let pool: Mutex<Vec<(u64, u64, u64)>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (cpu, pool) = (&cpu, &pool);
+            s.spawn(move || {
+                veballoc::kernels::arch::set_host_thread_index(t);
+                for round in 0..300u64 {
+                    let seed = t << 32 | round;
+                    let sizes: Vec<u64> =
+                        (0..32).map(|l| 1 + veballoc::kernels::mix(seed * 32 + l) % 1024).collect();
+                    let mut mine = Vec::new();
+                    for (l, p) in cpu.warp_malloc_packed(&sizes).into_iter().enumerate() {
+                        assert!(!p.is_null());
+                        fill(p, sizes[l], seed ^ l as u64);
+                        mine.push((p as u64, sizes[l], seed ^ l as u64));
+                    }
+                    // Swap half with the pool, free what we got from other threads.
+                    let theirs: Vec<_> = {
+                        let mut pool = pool.lock().unwrap();
+                        let keep = pool.len() - pool.len().min(16);
+                        let theirs = pool.split_off(keep);
+                        pool.extend(mine.drain(..16));
+                        theirs
+                    };
+                    for (p, size, tag) in theirs.into_iter().chain(mine) {
+                        check(p as *mut u8, size, tag);
+                        cpu.heap().free(p as *mut u8);
+                    }
+                }
+            });
+        }
+    });
+    for (p, size, tag) in pool.into_inner().unwrap() {
+        check(p as *mut u8, size, tag);
+        h.free(p as *mut u8);
+    }
+    assert_eq!(bad_frees(h), 0);
+    assert_empty(h);
+}
