@@ -13,11 +13,11 @@ echo "gpu-tests (checks) exit: ${PIPESTATUS[0]}" | tee -a "$out/gpu-tests-checks
 echo "== compute-sanitizer memcheck (VEBALLOC_TEST_SCALE=64)"
 VEBALLOC_TEST_SCALE=64 VEBALLOC_PTX_FILE=$checks timeout 240 compute-sanitizer --tool memcheck --leak-check no \
   .devbin/gpu-tests --test-threads=1 --nocapture gpu_every_size gpu_packed gpu_collective gpu_double gpu_calloc 2>&1 \
-  | tail -40 | tee "$out/memcheck.txt"
+  | tee "$out/memcheck.txt" | tail -5
 echo "memcheck exit: ${PIPESTATUS[0]}" | tee -a "$out/memcheck.txt"
 echo "== compute-sanitizer racecheck (thread-block collective)"
 VEBALLOC_TEST_SCALE=64 timeout 120 compute-sanitizer --tool racecheck \
-  .devbin/gpu-tests --test-threads=1 --nocapture gpu_collective 2>&1 | tail -20 | tee "$out/racecheck.txt"
+  .devbin/gpu-tests --test-threads=1 --nocapture gpu_collective 2>&1 | tee "$out/racecheck.txt" | tail -5
 echo "racecheck exit: ${PIPESTATUS[0]}" | tee -a "$out/racecheck.txt"
 echo "== cost of the checks: single-size benchmark without and with them"
 timeout 150 .devbin/veballoc-bench single --allocators veballoc --iters "$iters" --out "$out/single-plain" 2>&1 | tee "$out/single-plain.txt"

@@ -102,6 +102,17 @@ mod imp {
         };
         r
     }
+    /// `value` of lane `lane - delta` (this lane's own value for lanes below `delta`).
+    /// Every lane of the full warp must execute it.
+    #[inline(always)]
+    pub fn shfl_up_full_u32(value: u32, delta: u32) -> u32 {
+        let r: u32;
+        // SAFETY: callers reach it with all 32 lanes converged.
+        unsafe {
+            asm!("shfl.sync.up.b32 {r}, {v}, {d}, 0, 0xffffffff;", r = out(reg32) r, v = in(reg32) value, d = in(reg32) delta, options(nomem, nostack))
+        };
+        r
+    }
     #[inline(always)]
     pub fn shfl_sync_u64(mask: u32, value: u64, src: u32) -> u64 {
         let lo = shfl_sync_u32(mask, value as u32, src);
@@ -243,6 +254,9 @@ mod imp {
         value
     }
     pub fn shfl_sync_u64(_mask: u32, value: u64, _src: u32) -> u64 {
+        value
+    }
+    pub fn shfl_up_full_u32(value: u32, _delta: u32) -> u32 {
         value
     }
     pub fn syncwarp(_mask: u32) {}
