@@ -22,6 +22,14 @@ pub enum Error {
     Cuda { call: &'static str, err: CudaError },
     /// The heap validator found an inconsistency.
     Corrupt(HeapError),
+    /// A host allocation of zero bytes (there is no pointer to give).
+    ZeroSizedAlloc,
+    /// The heap has no room for a host allocation of `requested` bytes.
+    OutOfMemory { requested: u64 },
+    /// `free` of a pointer the host pool did not hand out (or already freed).
+    UnknownPointer(u64),
+    /// A typed view of `bytes` bytes at `ptr` that is not inside the heap (or misaligned).
+    NotInHeap { ptr: u64, bytes: u64 },
 }
 
 impl fmt::Display for Error {
@@ -41,6 +49,16 @@ impl fmt::Display for Error {
             }
             Error::Cuda { call, err } => write!(f, "{call} failed: {err:?}"),
             Error::Corrupt(e) => write!(f, "heap validation failed: {e:?}"),
+            Error::ZeroSizedAlloc => write!(f, "a host allocation of 0 bytes"),
+            Error::OutOfMemory { requested } => {
+                write!(f, "the heap has no room for {requested} bytes (trim, or create a larger heap)")
+            }
+            Error::UnknownPointer(p) => {
+                write!(f, "free of {p:#x}, which the host pool did not hand out (or already freed)")
+            }
+            Error::NotInHeap { ptr, bytes } => {
+                write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")
+            }
         }
     }
 }

@@ -30,10 +30,12 @@ macro_rules! kernel_args {
 mod error;
 mod gpu;
 mod heap;
+mod pool;
 
 pub use error::{Error, Result};
 pub use gpu::{Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS};
-pub use heap::{Heap, HeapArg};
+pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
+pub use pool::{PoolStats, HOST_ALIGN, SUB_MAX_BYTES};
 pub use veballoc_kernels as kernels;
 pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};
 

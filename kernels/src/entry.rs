@@ -43,6 +43,23 @@ pub unsafe extern "ptx-kernel" fn veballoc_trim_segments(heap: DeviceHeap) {
     }
 }
 
+/// Host-side pool growth: claims `k` contiguous segments; `out[0]` = first, or u64::MAX.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_host_claim(heap: DeviceHeap, k: u64, out: *mut u64) {
+    if arch::global_thread_x() == 0 {
+        // SAFETY: the host passes one word.
+        unsafe { *out = heap.claim_host(k).map_or(u64::MAX, |s| s as u64) };
+    }
+}
+
+/// Host-side pool shrink: returns `k` host-owned segments from `seg` to the segment tree.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_host_release(heap: DeviceHeap, seg: u64, k: u64) {
+    if arch::global_thread_x() == 0 {
+        heap.release_host(seg as u32, k as u32);
+    }
+}
+
 /// Size of thread `i`'s allocation: `sizes[i]` when given, else `size`.
 #[inline(always)]
 unsafe fn size_of_thread(size: u64, sizes: *const u32, i: u64) -> u64 {

@@ -15,6 +15,8 @@ pub mod block;
 pub mod veb;
 
 #[cfg(not(loom))]
+pub mod boxed;
+#[cfg(not(loom))]
 pub mod check;
 #[cfg(not(loom))]
 pub mod heap;
@@ -28,7 +30,7 @@ pub mod validate;
 #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
 pub mod cpu;
 
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", feature = "kernels"))]
 pub mod entry;
 
 /// log2 of the segment size.
@@ -53,6 +55,8 @@ pub(crate) fn backoff(ns: &mut u32) {
     *ns = (*ns * 2).min(BACKOFF_MAX_NS);
 }
 
+#[cfg(not(loom))]
+pub use boxed::{DBox, DVec, RawVec};
 #[cfg(not(loom))]
 pub use heap::{DeviceHeap, HeapLayout};
 #[cfg(not(loom))]

@@ -20,6 +20,8 @@ bitflags::bitflags! {
         /// Some block of this (formatted) segment was handed out whole since it was
         /// formatted: only then does `free` need to read a block's kind.
         const HAS_WHOLE = 1 << 11;
+        /// Owned by the host-side pool (`veballoc::Heap::alloc`): device `free` refuses it.
+        const HOST = 1 << 12;
     }
 }
 
@@ -40,6 +42,7 @@ pub enum SegKind {
     Class(usize),
     LargeHead,
     LargeTail,
+    Host,
     Corrupt(u32),
 }
 
@@ -54,6 +57,8 @@ pub fn seg_kind(entry: u32) -> SegKind {
         SegKind::LargeHead
     } else if f == SegFlags::LARGE_TAIL {
         SegKind::LargeTail
+    } else if f == SegFlags::HOST {
+        SegKind::Host
     } else {
         SegKind::Corrupt(entry)
     }
@@ -191,6 +196,26 @@ impl DeviceHeap {
         // Relaxed: ordered by the acquire CAS above.
         let k = self.seg_run(s).load_relaxed();
         for t in 1..k {
+            // Relaxed: the release inserts below publish the cleared entries.
+            self.seg_table(s + t).store_relaxed(0);
+        }
+        self.seg_tree().insert_range(s as u64, k as u64);
+    }
+
+    /// Claims `k` contiguous segments for the host-side pool; returns the first. Their
+    /// entries say `HOST`, so that device `free` of a pointer into them is refused.
+    pub fn claim_host(&self, k: u64) -> Option<u32> {
+        let s = self.seg_tree().claim_run(k)? as u32;
+        for t in 0..k as u32 {
+            // Release: ordered before any later use of the segment by the host's kernels.
+            self.seg_table(s + t).store_release(SegFlags::HOST.bits());
+        }
+        Some(s)
+    }
+
+    /// Returns `k` host-owned segments from `s` to the segment tree.
+    pub fn release_host(&self, s: u32, k: u32) {
+        for t in 0..k {
             // Relaxed: the release inserts below publish the cleared entries.
             self.seg_table(s + t).store_relaxed(0);
         }

@@ -22,6 +22,8 @@ pub struct Stats {
     pub segments_per_class: [u64; NUM_CLASSES],
     /// Segments in multi-segment runs.
     pub large_segments: u64,
+    /// Segments owned by the host-side pool.
+    pub host_segments: u64,
     /// Blocks out of their tree serving slices, per class (includes current blocks).
     pub slice_blocks: [u64; NUM_CLASSES],
     /// Blocks handed out whole, per class.
@@ -50,7 +52,7 @@ impl Stats {
     }
     /// Segments not in the segment tree.
     pub fn segments_in_use(&self) -> u64 {
-        self.segments_per_class.iter().sum::<u64>() + self.large_segments
+        self.segments_per_class.iter().sum::<u64>() + self.large_segments + self.host_segments
     }
 }
 
@@ -136,6 +138,7 @@ impl DeviceHeap {
                     continue;
                 }
                 SegKind::LargeTail => return Err(HeapError::BadRun { seg }),
+                SegKind::Host => s.host_segments += 1,
                 SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
             }
             seg += 1;

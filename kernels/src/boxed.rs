@@ -1,0 +1,269 @@
+//! Typed, owned handles for kernels: `DBox<T>` (one value) and `DVec<T>` (a growable array)
+//! allocated from a `DeviceHeap` and freed on drop, with `size_of`/`align_of` respected.
+//! Slices are aligned to their (power-of-two) size, whole blocks to the block size and runs
+//! to 16 MiB, and `size_of::<T>()` is a multiple of `align_of::<T>()`, so asking for the
+//! size is enough for any alignment up to 16 MiB.
+//!
+//! To keep a structure past the kernel that built it (a graph's adjacency lists, say), turn
+//! the handle into its raw form (`DBox::into_raw`, `DVec::into_raw`: plain pointers and
+//! counts, valid in device memory) and take it back in a later kernel with `from_raw`.
+//!
+//! ```ignore
+//! let mut v = DVec::<u32>::new(&heap);
+//! for i in 0..n { if v.push(i).is_err() { break } } // Err: the heap is full
+//! let total: u32 = v.iter().sum();                  // freed when `v` goes out of scope
+//! ```
+
+use core::marker::PhantomData;
+use core::mem::{align_of, size_of, ManuallyDrop};
+use core::ops::{Deref, DerefMut};
+use core::ptr::NonNull;
+
+use crate::heap::DeviceHeap;
+use crate::SEGMENT_BYTES;
+
+/// Bytes to ask the heap for `n` values of `T` (`None` on overflow or an alignment the heap
+/// cannot give).
+#[inline(always)]
+fn bytes_for<T>(n: u64) -> Option<u64> {
+    if align_of::<T>() as u64 > SEGMENT_BYTES {
+        return None;
+    }
+    (size_of::<T>() as u64).checked_mul(n)
+}
+
+/// One `T` in a heap, freed (after dropping the value) when the box is dropped.
+pub struct DBox<'h, T> {
+    ptr: NonNull<T>,
+    heap: &'h DeviceHeap,
+}
+
+impl<'h, T> DBox<'h, T> {
+    /// Moves `value` into the heap; gives it back when the heap is full.
+    pub fn new(heap: &'h DeviceHeap, value: T) -> Result<Self, T> {
+        let ptr = match bytes_for::<T>(1) {
+            Some(0) => NonNull::dangling(),
+            Some(bytes) => match NonNull::new(heap.malloc(bytes) as *mut T) {
+                Some(p) => p,
+                None => return Err(value),
+            },
+            None => return Err(value),
+        };
+        // SAFETY: ptr is valid for a T (fresh allocation of size_of::<T>() bytes, aligned as
+        // the module doc explains, or dangling for a zero-sized T).
+        unsafe { ptr.as_ptr().write(value) };
+        Ok(DBox { ptr, heap })
+    }
+
+    /// The value's address.
+    pub fn as_ptr(&self) -> *mut T {
+        self.ptr.as_ptr()
+    }
+
+    /// Gives up ownership without freeing: the pointer stays valid until `from_raw` takes it
+    /// back (in this kernel or a later one).
+    pub fn into_raw(self) -> *mut T {
+        ManuallyDrop::new(self).ptr.as_ptr()
+    }
+
+    /// Takes back a pointer from `into_raw`.
+    ///
+    /// # Safety
+    /// `ptr` must come from `DBox::<T>::into_raw` on a box of `heap`, and not be taken back twice.
+    pub unsafe fn from_raw(heap: &'h DeviceHeap, ptr: *mut T) -> Self {
+        // SAFETY: into_raw never returns null.
+        DBox { ptr: unsafe { NonNull::new_unchecked(ptr) }, heap }
+    }
+}
+
+impl<T> Deref for DBox<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the box owns an initialised T.
+        unsafe { self.ptr.as_ref() }
+    }
+}
+
+impl<T> DerefMut for DBox<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: the box owns an initialised T, borrowed mutably through &mut self.
+        unsafe { self.ptr.as_mut() }
+    }
+}
+
+impl<T> Drop for DBox<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the box owns an initialised T; it is dropped once, then its memory freed.
+        unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
+        if size_of::<T>() != 0 {
+            self.heap.free(self.ptr.as_ptr() as *mut u8);
+        }
+    }
+}
+
+/// A growable array's raw parts, laid out for the host to read (`veballoc::Heap::read_vec`):
+/// a zeroed `RawVec` is an empty vector, so an array of them in zeroed device memory is an
+/// array of empty vectors. It owns nothing by itself: wrap it in a `DVec` to use it.
+#[repr(C)]
+pub struct RawVec<T> {
+    /// First element (null while `cap == 0`).
+    pub ptr: *mut T,
+    /// Elements in use.
+    pub len: u64,
+    /// Elements the allocation holds.
+    pub cap: u64,
+}
+
+impl<T> RawVec<T> {
+    /// An empty vector (all zeros).
+    pub const EMPTY: Self = RawVec { ptr: core::ptr::null_mut(), len: 0, cap: 0 };
+}
+
+/// Smallest capacity a growing vector allocates: 16 bytes' worth, at least 4 elements.
+const MIN_CAPACITY_BYTES: u64 = 16;
+
+/// A growable array of `T` in a heap, freed (after dropping its elements) on drop.
+pub struct DVec<'h, T> {
+    raw: RawVec<T>,
+    heap: &'h DeviceHeap,
+    _owns: PhantomData<T>,
+}
+
+impl<'h, T> DVec<'h, T> {
+    /// An empty vector (allocates on the first push).
+    pub fn new(heap: &'h DeviceHeap) -> Self {
+        DVec { raw: RawVec::EMPTY, heap, _owns: PhantomData }
+    }
+
+    /// Takes ownership of raw parts from `into_raw` (or an all-zeros `RawVec`).
+    ///
+    /// # Safety
+    /// `raw` must be zeroed or come from `DVec::<T>::into_raw` on a vector of `heap`, and
+    /// must not be owned by another `DVec`.
+    pub unsafe fn from_raw(heap: &'h DeviceHeap, raw: RawVec<T>) -> Self {
+        DVec { raw, heap, _owns: PhantomData }
+    }
+
+    /// Gives up ownership without freeing; `from_raw` takes it back.
+    pub fn into_raw(self) -> RawVec<T> {
+        let me = ManuallyDrop::new(self);
+        RawVec { ptr: me.raw.ptr, len: me.raw.len, cap: me.raw.cap }
+    }
+
+    /// Elements in use.
+    pub fn len(&self) -> u64 {
+        self.raw.len
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.raw.len == 0
+    }
+
+    /// Elements the current allocation holds.
+    pub fn capacity(&self) -> u64 {
+        self.raw.cap
+    }
+
+    /// Makes room for `extra` more elements; false when the heap is full (nothing changes).
+    pub fn reserve(&mut self, extra: u64) -> bool {
+        let Some(need) = self.raw.len.checked_add(extra) else { return false };
+        if need <= self.raw.cap || size_of::<T>() == 0 {
+            return true;
+        }
+        let min = MIN_CAPACITY_BYTES.div_ceil(size_of::<T>() as u64).max(4);
+        let cap = need.max(self.raw.cap.saturating_mul(2)).max(min);
+        let Some(bytes) = bytes_for::<T>(cap) else { return false };
+        // realloc moves the elements bitwise, which is how Rust moves values.
+        let p = self.heap.realloc(self.raw.ptr as *mut u8, bytes) as *mut T;
+        if p.is_null() {
+            return false;
+        }
+        self.raw.ptr = p;
+        self.raw.cap = cap;
+        true
+    }
+
+    /// Appends `value`; gives it back when the heap is full.
+    pub fn push(&mut self, value: T) -> Result<(), T> {
+        if !self.reserve(1) {
+            return Err(value);
+        }
+        // SAFETY: len < cap after reserve; the slot is uninitialised and ours.
+        unsafe { self.slot(self.raw.len).write(value) };
+        self.raw.len += 1;
+        Ok(())
+    }
+
+    /// Removes and returns the last element.
+    pub fn pop(&mut self) -> Option<T> {
+        if self.raw.len == 0 {
+            return None;
+        }
+        self.raw.len -= 1;
+        // SAFETY: the element at the old last index is initialised and no longer counted.
+        Some(unsafe { self.slot(self.raw.len).read() })
+    }
+
+    /// Drops every element, keeping the allocation.
+    pub fn clear(&mut self) {
+        let s: *mut [T] = self.as_mut_slice();
+        self.raw.len = 0;
+        // SAFETY: the elements were initialised and are no longer counted.
+        unsafe { core::ptr::drop_in_place(s) };
+    }
+
+    /// Address of element `i` (`i <= cap`).
+    fn slot(&self, i: u64) -> *mut T {
+        if size_of::<T>() == 0 {
+            NonNull::dangling().as_ptr()
+        } else {
+            // SAFETY: i <= cap, within (or one past) the allocation.
+            unsafe { self.raw.ptr.add(i as usize) }
+        }
+    }
+
+    /// Start of the elements: the allocation, or a dangling (aligned, non-null) pointer when
+    /// there is nothing to point at.
+    fn data(&self) -> *mut T {
+        if self.raw.len == 0 || size_of::<T>() == 0 {
+            NonNull::dangling().as_ptr()
+        } else {
+            self.raw.ptr
+        }
+    }
+
+    /// The elements.
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: len initialised elements start at data() (non-null, aligned).
+        unsafe { core::slice::from_raw_parts(self.data().cast_const(), self.raw.len as usize) }
+    }
+
+    /// The elements, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: as in as_slice; &mut self makes the borrow unique.
+        unsafe { core::slice::from_raw_parts_mut(self.data(), self.raw.len as usize) }
+    }
+}
+
+impl<T> Deref for DVec<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.as_slice()
+    }
+}
+
+impl<T> DerefMut for DVec<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.as_mut_slice()
+    }
+}
+
+impl<T> Drop for DVec<'_, T> {
+    fn drop(&mut self) {
+        self.clear();
+        if self.raw.cap > 0 && size_of::<T>() != 0 {
+            self.heap.free(self.raw.ptr as *mut u8);
+        }
+    }
+}
