@@ -9,8 +9,6 @@ fn main() {
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-env-changed=VEBALLOC_PTX");
     println!("cargo:rerun-if-changed=rust-toolchain.toml");
-    let checks =
-        env::var_os("CARGO_FEATURE_CHECKS").is_some() || env::var("PROFILE").as_deref() == Ok("debug");
 
     // An already built PTX file may be supplied (for example by a packager); say whether it
     // has the checks with VEBALLOC_PTX_CHECKS=1.
@@ -21,13 +19,9 @@ fn main() {
         }
         return;
     }
-    let mut build = veballoc_ptx_build::Ptx::new("kernels");
-    build = if checks {
-        println!("cargo:rustc-env=VEBALLOC_PTX_CHECKS=1");
-        build.feature("checks").target_dir("target/ptx-checks")
-    } else {
-        build.target_dir("target/ptx")
-    };
-    let ptx = build.build();
+    let ptx = veballoc_ptx_build::Ptx::new("kernels")
+        .target_dir("target/ptx")
+        .checks_like_veballoc("checks")
+        .build();
     std::fs::copy(&ptx, out.join("veballoc.ptx")).unwrap_or_else(|e| panic!("copy {}: {e}", ptx.display()));
 }

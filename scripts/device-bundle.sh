@@ -12,8 +12,8 @@ for l in sys.stdin:
     m=json.loads(l)
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu": print(m["executable"])' | tail -n1)
 cp "$exe" .devbin/gpu-tests
-cargo build --release -p veballoc-bench
-cp target/release/veballoc-bench .devbin/
+cargo build --release -p veballoc-bench -p graph-example
+cp target/release/veballoc-bench target/release/graph-example .devbin/
 benchexe=$(cargo bench -p veballoc-bench --bench host --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import sys,json
 for l in sys.stdin:
@@ -24,5 +24,5 @@ cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.
 # The same kernels with the safety checks, for VEBALLOC_PTX_FILE (cost and detection runs).
 cargo build --release --features checks
 cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
-strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host
+strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example
 ls -la .devbin

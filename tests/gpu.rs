@@ -451,3 +451,68 @@ fn gpu_churn_at_90_percent_full_1000_rounds() {
     assert_heap_empty(&heap);
     heap.destroy().unwrap();
 }
+
+/// Host-side allocation from the heap: sizes from 1 B to 1 GiB, typed views, device `free`
+/// of a host pointer refused, stream-ordered reuse, and everything back after trim.
+#[test]
+fn gpu_host_pool_alloc_free_async_and_views() {
+    let Some(gpu) = gpu() else { return };
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let mut ptrs = Vec::new();
+    for shift in (0..=30).step_by(3) {
+        let bytes = 1u64 << shift;
+        let p = heap.alloc(bytes).unwrap();
+        assert_eq!(p % veballoc::HOST_ALIGN, 0);
+        assert!(heap.alloc_size(p).unwrap() >= bytes);
+        ptrs.push(p);
+    }
+    let mut sorted: Vec<(u64, u64)> = ptrs.iter().map(|&p| (p, heap.alloc_size(p).unwrap())).collect();
+    sorted.sort();
+    assert!(sorted.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "host allocations overlap");
+    // Typed views round-trip, and refuse addresses outside the heap.
+    let words: Vec<u64> = (0..1000).map(|i| i * 3).collect();
+    let big = ptrs[5]; // 32 KiB
+    for (i, w) in words.iter().enumerate() {
+        heap.write(big + 8 * i as u64, w).unwrap();
+    }
+    assert_eq!(heap.read_slice::<u64>(big, 1000).unwrap(), words);
+    assert!(matches!(heap.read::<u64>(heap.handle().mem - 8), Err(veballoc::Error::NotInHeap { .. })));
+    // A kernel's free of a host pointer is counted as invalid and changes nothing.
+    let one = DeviceBuffer::from_slice(&[big]).unwrap();
+    let (arg, p1, n1) = (heap.arg(), one.as_device_ptr().as_raw(), 1u64);
+    // SAFETY: matches vb_free's signature.
+    unsafe { gpu.launch("vb_free", 1, 1, veballoc::kernel_args![arg, p1, n1]).unwrap() };
+    let s = heap.stats().unwrap();
+    assert_eq!(s.invalid_frees, 1);
+    assert!(s.host_segments > 0);
+    assert_eq!(heap.read_slice::<u64>(big, 1000).unwrap(), words);
+    // Stream order: a range freed on a stream is reused by that stream at once.
+    let stream = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).unwrap();
+    let a = heap.alloc_async(4096, &stream).unwrap();
+    heap.free_async(a, &stream).unwrap();
+    let b = heap.alloc_async(4096, &stream).unwrap();
+    println!("host pool: alloc_async after free_async on the same stream reused the range: {}", a == b);
+    heap.free_async(b, &stream).unwrap();
+    stream.synchronize().unwrap();
+    assert!(matches!(heap.free(b), Err(veballoc::Error::UnknownPointer(_))));
+    for p in ptrs {
+        heap.free(p).unwrap();
+    }
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.host_segments, s.free_segments), (0, heap.layout().num_segments as u64), "{s:?}");
+    assert_eq!(heap.pool_stats(), veballoc::PoolStats::default());
+    heap.destroy().unwrap();
+}
+
+/// The largest heap the card allows comes up and serves a 1M-thread run.
+#[test]
+fn gpu_auto_sized_heap() {
+    let Some(gpu) = gpu() else { return };
+    let free = gpu.free_memory().unwrap();
+    let heap = Heap::auto(&gpu).unwrap();
+    println!("auto heap: {} GiB of {} GiB free", heap.capacity() >> 30, free >> 30);
+    assert!(heap.capacity() * 10 >= free * 8, "at least 80% of the free memory");
+    alloc_write_verify_free(&gpu, &heap, scale(MILLION), 64, None);
+    heap.destroy().unwrap();
+}

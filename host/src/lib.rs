@@ -32,6 +32,8 @@ mod gpu;
 mod heap;
 mod pool;
 
+/// The CUDA driver bindings veballoc uses (device buffers, streams, events).
+pub use cust;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS};
 pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};

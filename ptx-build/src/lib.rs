@@ -63,6 +63,29 @@ impl Ptx {
         self
     }
 
+    /// Whether veballoc's own PTX has the safety checks in this build: the building crate's
+    /// `checks` feature, or a debug profile. Every module that allocates from one heap must
+    /// agree (the checks keep a bitmap that all of them must update).
+    pub fn checks_wanted() -> bool {
+        env::var_os("CARGO_FEATURE_CHECKS").is_some() || env::var("PROFILE").as_deref() == Ok("debug")
+    }
+
+    /// Turns on `feature` (`"checks"` for veballoc-kernels itself, `"veballoc-kernels/checks"`
+    /// for a user's crate) when [`Ptx::checks_wanted`], and keeps those builds apart in the
+    /// target folder.
+    pub fn checks_like_veballoc(mut self, feature: &str) -> Self {
+        if Self::checks_wanted() {
+            self = self.feature(feature);
+            if let Some(t) = self.target_dir.take() {
+                let mut name = t.file_name().unwrap_or_default().to_os_string();
+                name.push("-checks");
+                self.target_dir = Some(t.with_file_name(name));
+            }
+            println!("cargo:rustc-env=VEBALLOC_PTX_CHECKS=1");
+        }
+        self
+    }
+
     /// Builds without the kernel crate's default features.
     pub fn no_default_features(mut self) -> Self {
         self.no_default_features = true;
