@@ -9,7 +9,7 @@ use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
 use crate::error::{Context, Error, Result};
 use crate::gpu::Gpu;
-use crate::pool::{Pool, PoolStats, SegmentSource};
+use crate::pool::{Pool, PoolStats, SegmentSource, DEFAULT_RELEASE_THRESHOLD};
 
 /// Threads per block for veballoc's own maintenance kernels.
 const MAINT_BLOCK: u32 = 256;
@@ -78,7 +78,7 @@ impl Heap {
         let mut first = meta.index(..header.len());
         first.copy_from(&header[..]).during("cuMemcpyHtoD (layout header)")?;
         let heap = Heap {
-            pool: Mutex::default(),
+            pool: Mutex::new(Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD)),
             gpu: gpu.clone(),
             mem: Some(mem),
             meta: Some(meta),
@@ -203,7 +203,8 @@ impl Heap {
     }
 
     /// Bytes of wholly free pool segments the host pool keeps for reuse instead of returning
-    /// them to the device heap (default 0: return at once). `trim` returns them regardless.
+    /// them to the device heap (default `DEFAULT_RELEASE_THRESHOLD`, 64 MiB; 0 returns them
+    /// at once). `trim` returns them regardless.
     pub fn set_release_threshold(&self, bytes: u64) {
         self.pool().release_threshold = bytes;
     }

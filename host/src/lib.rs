@@ -37,7 +37,7 @@ pub use cust;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS};
 pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
-pub use pool::{PoolStats, HOST_ALIGN, SUB_MAX_BYTES};
+pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};
 pub use veballoc_kernels as kernels;
 pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};
 

@@ -19,6 +19,10 @@ use crate::error::{Context, Error, Result};
 pub const HOST_ALIGN: u64 = 256;
 /// Largest request carved from shared segments; larger ones get their own segment run.
 pub const SUB_MAX_BYTES: u64 = 4 << 20;
+/// Wholly free pool segments a heap keeps by default (`Heap::set_release_threshold`):
+/// without any, an alloc/free pair of one small buffer would claim and release a segment
+/// (two kernel launches, about 100 us) every time.
+pub const DEFAULT_RELEASE_THRESHOLD: u64 = 4 * SEGMENT_BYTES;
 
 /// Where a live host allocation came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,6 +91,11 @@ fn segment_of(addr: u64) -> u64 {
 }
 
 impl Pool {
+    /// An empty pool that keeps up to `release_threshold` bytes of idle segments.
+    pub fn with_threshold(release_threshold: u64) -> Self {
+        Pool { release_threshold, ..Pool::default() }
+    }
+
     fn insert_free(&mut self, addr: u64, bytes: u64) {
         self.free_by_size.insert((bytes, addr));
         self.free_by_addr.insert(addr, bytes);
