@@ -109,7 +109,27 @@ fn gpu_every_size_and_mixed_1m_threads() {
 fn gpu_churn_100_rounds_mixed_sizes() {
     let Some(gpu) = gpu() else { return };
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
-    let n = 1u64 << 18;
+    // Slices of every class, and about one request in 20 for a whole block of up to 64 KiB.
+    let (bad, nulls) = churn_rounds(&gpu, &heap, 1 << 18, 42, 65536, 100, 25);
+    assert_eq!((bad, nulls), (0, 0), "corrupted words, failed allocations");
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
+    heap.destroy().unwrap();
+}
+
+/// `rounds` + 1 launches of `vb_churn` over `n` threads (the last frees only), printing the
+/// heap's use every `report` rounds; returns (corrupted words, nulls).
+fn churn_rounds(
+    gpu: &Gpu,
+    heap: &Heap,
+    n: u64,
+    seed: u64,
+    max_size: u64,
+    rounds: u64,
+    report: u64,
+) -> (u64, u64) {
     let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
     let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
     let errs = veballoc::zeroed_u64s(3).unwrap();
@@ -119,10 +139,8 @@ fn gpu_churn_100_rounds_mixed_sizes() {
         sizes.as_device_ptr().as_raw(),
         errs.as_device_ptr().as_raw(),
     );
-    // Slices of every class, and about one request in 20 for a whole block of up to 64 KiB.
-    let (seed, max_size) = (42u64, 65536u64);
-    for round in 0..=100u64 {
-        let last = (round == 100) as u32;
+    for round in 0..=rounds {
+        let last = (round == rounds) as u32;
         // SAFETY: matches vb_churn's signature.
         unsafe {
             gpu.launch(
@@ -133,7 +151,7 @@ fn gpu_churn_100_rounds_mixed_sizes() {
             )
             .unwrap()
         };
-        if round % 25 == 0 {
+        if round % report == 0 {
             let s = heap.stats().unwrap();
             println!(
                 "churn round {round}: {} MiB in use, {} segments in use",
@@ -144,12 +162,7 @@ fn gpu_churn_100_rounds_mixed_sizes() {
     }
     gpu.sync().unwrap();
     let [bad, nulls, _] = host(&errs)[..] else { unreachable!() };
-    assert_eq!((bad, nulls), (0, 0), "corrupted words, failed allocations");
-    heap.trim().unwrap();
-    let s = heap.stats().unwrap();
-    assert_eq!(s.bytes_in_use, 0, "{s:?}");
-    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
-    heap.destroy().unwrap();
+    (bad, nulls)
 }
 
 /// Fill a small heap past full: nulls come back (no hang), exactly the heap's capacity is
@@ -411,40 +424,8 @@ fn gpu_churn_at_90_percent_full_1000_rounds() {
     // Mixed sizes leave bytes free inside other classes' segments and in each multiprocessor's
     // current blocks: the heap refuses more at about 70% of its bytes, with every segment in use.
     assert!(full.segments_in_use() * 10 >= segs * 9, "the filler holds at least 90% of the segments");
-    let n = scale(1 << 15);
-    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
-    let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
-    let errs = veballoc::zeroed_u64s(3).unwrap();
-    let (arg, p, sz, e) = (
-        heap.arg(),
-        ptrs.as_device_ptr().as_raw(),
-        sizes.as_device_ptr().as_raw(),
-        errs.as_device_ptr().as_raw(),
-    );
-    let (seed, max_size, rounds) = (7u64, 65536u64, 1000u64);
-    for round in 0..=rounds {
-        let last = (round == rounds) as u32;
-        // SAFETY: matches vb_churn's signature.
-        unsafe {
-            gpu.launch(
-                "vb_churn",
-                n,
-                BLOCK,
-                veballoc::kernel_args![arg, p, sz, n, seed, round, max_size, last, e],
-            )
-            .unwrap()
-        };
-        if round % 200 == 0 {
-            let s = heap.stats().unwrap();
-            println!(
-                "pressure round {round}: {} MiB in use, {} segments",
-                s.bytes_in_use >> 20,
-                s.segments_in_use()
-            );
-        }
-    }
-    gpu.sync().unwrap();
-    let [bad, nulls, _] = host(&errs)[..] else { unreachable!() };
+    let (n, rounds) = (scale(1 << 15), 1000u64);
+    let (bad, nulls) = churn_rounds(&gpu, &heap, n, 7, 65536, rounds, 200);
     println!("pressure: {nulls} requests got null (out of memory) over {rounds} rounds of {n} threads");
     assert_eq!(bad, 0, "corrupted words");
     let after = heap.stats().unwrap();

@@ -71,6 +71,19 @@ unsafe fn size_of_thread(size: u64, sizes: *const u32, i: u64) -> u64 {
     }
 }
 
+/// `ptrs[i] = alloc(i)` for thread i < n.
+///
+/// # Safety
+/// `ptrs` must hold n elements.
+#[inline(always)]
+unsafe fn store_per_thread(ptrs: *mut u64, n: u64, alloc: impl FnOnce(u64) -> *mut u8) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the caller passes an array of n pointers.
+        unsafe { *ptrs.add(i as usize) = alloc(i) as u64 };
+    }
+}
+
 /// `ptrs[i] = malloc(size or sizes[i])` for i < n.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc(
@@ -80,11 +93,8 @@ pub unsafe extern "ptx-kernel" fn vb_malloc(
     size: u64,
     sizes: *const u32,
 ) {
-    let i = arch::global_thread_x();
-    if i < n {
-        // SAFETY: the host passes arrays of n elements.
-        unsafe { *ptrs.add(i as usize) = heap.malloc(size_of_thread(size, sizes, i)) as u64 };
-    }
+    // SAFETY: the host passes arrays of n elements.
+    unsafe { store_per_thread(ptrs, n, |i| heap.malloc(size_of_thread(size, sizes, i))) }
 }
 
 /// `ptrs[i] = malloc_packed(size or sizes[i])` for i < n (mixed-size warp coalescing).
@@ -96,21 +106,15 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_packed(
     size: u64,
     sizes: *const u32,
 ) {
-    let i = arch::global_thread_x();
-    if i < n {
-        // SAFETY: the host passes arrays of n elements.
-        unsafe { *ptrs.add(i as usize) = heap.malloc_packed(size_of_thread(size, sizes, i)) as u64 };
-    }
+    // SAFETY: the host passes arrays of n elements.
+    unsafe { store_per_thread(ptrs, n, |i| heap.malloc_packed(size_of_thread(size, sizes, i))) }
 }
 
 /// `ptrs[i] = malloc_warp(size)` for i < n (collective: one size per launch).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc_warp(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64) {
-    let i = arch::global_thread_x();
-    if i < n {
-        // SAFETY: the host passes an array of n pointers.
-        unsafe { *ptrs.add(i as usize) = heap.malloc_warp(size) as u64 };
-    }
+    // SAFETY: the host passes an array of n pointers.
+    unsafe { store_per_thread(ptrs, n, |_| heap.malloc_warp(size)) }
 }
 
 /// `ptrs[i] = malloc_block(size)` for i < n. Every thread of each block takes part (the

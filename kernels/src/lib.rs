@@ -49,6 +49,7 @@ pub const BACKOFF_MIN_NS: u32 = 32;
 pub const BACKOFF_MAX_NS: u32 = 2048;
 
 /// Sleeps `*ns` and doubles it, up to `BACKOFF_MAX_NS`.
+#[cfg_attr(loom, allow(dead_code))] // its callers are not part of the loom build
 #[inline(always)]
 pub(crate) fn backoff(ns: &mut u32) {
     arch::nanosleep(*ns);
