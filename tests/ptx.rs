@@ -42,10 +42,10 @@ fn ptx_uses_gpu_scope_ordered_atomics() {
         let ordered = ["atom.relaxed.gpu.", "atom.acquire.gpu.", "atom.release.gpu.", "atom.acq_rel.gpu."];
         assert!(ordered.iter().any(|o| line.starts_with(o)), "atomic without explicit order/scope: {line}");
     }
-    // The hot paths: slice take (acquire add), slice give-back (release add), installs (CAS).
+    // The hot paths: slice take (acquire add on the slot), give-back (release add), installs (swap).
     assert!(veballoc::PTX.contains("atom.acquire.gpu.add.u64"));
     assert!(veballoc::PTX.contains("atom.release.gpu.add.u32"));
-    assert!(veballoc::PTX.contains("atom.acq_rel.gpu.cas.b64"));
+    assert!(veballoc::PTX.contains("atom.acq_rel.gpu.exch.b64"));
     assert!(veballoc::PTX.contains("match.any.sync.b32"));
 }
 

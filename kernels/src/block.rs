@@ -3,14 +3,10 @@
 //! either to serve slices (installed as a "current" block, see `slice.rs`) or whole, for a
 //! request larger than a slice.
 //!
-//! Per block there is one `BlockMeta`:
-//! - `alloc`: `epoch << 32 | handed-out count`. Slices are bump-allocated with one atomic add
-//!   per warp. The epoch grows each time the block is installed, so a warp that read a stale
-//!   "current block" detects it from the add's old value and gives back what it took.
-//!   While a block is parked (free in its tree, or taken whole) the count is >= 4096, so a
-//!   stale add takes nothing.
-//! - `freed`: slices given back; the free that brings it to 4096 recycles the block.
-//! - `kind`: whether the block is handed out whole.
+//! Per block there is one `BlockMeta`: `freed` (slices given back; the free that brings it to
+//! 4096 recycles the block) and `kind` (slices, whole, or packed). A block serving slices is
+//! "current" in one slot (see `slice.rs`): the slot word itself counts what the block has
+//! handed out, so a warp takes slices with one atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
 use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
@@ -118,98 +114,36 @@ pub const KIND_WHOLE: u32 = 1;
 /// Block serving packed (mixed-size, warp-contiguous) allocations in 16-byte units.
 pub const KIND_PACKED: u32 = 2;
 
-const COUNT_MASK: u64 = 0xffff_ffff;
-
-/// Epoch half of an `alloc` word.
-#[inline(always)]
-pub const fn epoch_of(w: u64) -> u32 {
-    (w >> 32) as u32
-}
-/// Count half of an `alloc` word.
-#[inline(always)]
-pub const fn count_of(w: u64) -> u32 {
-    w as u32
-}
-
 /// Metadata of one block slot.
 #[repr(C)]
 pub struct BlockMeta {
-    /// `epoch << 32 | slices handed out` (may overshoot 4096).
-    pub alloc: Atom64,
     /// Slices given back since the block was installed.
     pub freed: Atom32,
     /// `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
     pub kind: Atom32,
 }
 
-/// What one bump of a block's count gave.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Take {
-    /// Slices `start .. start + got` are ours; `exhausted` when the block has none left.
-    Fresh { start: u32, got: u32, exhausted: bool },
-    /// The block was re-installed since we read its epoch: the `got` slices the add took
-    /// belong to nobody and must be given back with `give_back`.
-    Stale { got: u32 },
-}
-
 impl BlockMeta {
     #[cfg(loom)]
     pub fn new_parked() -> Self {
-        Self {
-            alloc: Atom64::new(SLICES_PER_BLOCK as u64),
-            freed: Atom32::new(0),
-            kind: Atom32::new(KIND_SLICES),
-        }
+        Self { freed: Atom32::new(0), kind: Atom32::new(KIND_SLICES) }
     }
 
-    /// Sets the count to "full" while keeping the epoch, and the free count to zero. The
-    /// caller owns the block (formatting, recycling, or giving back an unpublished one) and
-    /// publishes these with the release RMW of the tree insert that follows. Stale adds
-    /// racing with the store saw a count >= 4096 or this one, so they took nothing.
+    /// Resets the free count of a block going back to its tree. The caller owns the block;
+    /// the release RMW of the tree insert that follows publishes this.
     #[inline(always)]
     pub fn park(&self) {
-        // Relaxed load: only the owner changes the epoch.
-        let w = self.alloc.load_relaxed();
         // Relaxed: published by the caller's release tree insert.
-        self.alloc.store_relaxed((w & !COUNT_MASK) | SLICES_PER_BLOCK as u64);
+        self.freed.store_relaxed(0);
+    }
+
+    /// Prepares a block the caller owns to serve slices of `kind` (`KIND_SLICES` or
+    /// `KIND_PACKED`); the release swap that installs it in a slot publishes this.
+    pub fn install(&self, kind: u32) {
+        // Relaxed: published by the installing swap (see slot_install).
+        self.kind.store_relaxed(kind);
         // Relaxed: as above.
         self.freed.store_relaxed(0);
-    }
-
-    /// Starts a new epoch with no slice handed out, serving `kind` (`KIND_SLICES` or
-    /// `KIND_PACKED`); returns the epoch. Owner only.
-    pub fn install(&self, kind: u32) -> u32 {
-        // Relaxed load: only the owner changes the epoch.
-        let e = epoch_of(self.alloc.load_relaxed()).wrapping_add(1);
-        // Relaxed: these are published by the release CAS that installs the block.
-        self.kind.store_relaxed(kind);
-        self.freed.store_relaxed(0);
-        // AcqRel swap (not a store) so that stale adds are totally ordered with it; count 0.
-        self.alloc.swap_acq_rel((e as u64) << 32);
-        e
-    }
-
-    /// Takes up to `n` slices of epoch `epoch`.
-    #[inline(always)]
-    pub fn take(&self, epoch: u32, n: u32) -> Take {
-        // Acquire: reads-from the installer's swap (or a later add), so the block's reset and
-        // the previous owners' frees happen-before our use of the slices. Nothing to release.
-        let old = self.alloc.fetch_add_acquire(n as u64);
-        let start = count_of(old);
-        let got = if start >= SLICES_PER_BLOCK { 0 } else { n.min(SLICES_PER_BLOCK - start) };
-        if epoch_of(old) != epoch {
-            return Take::Stale { got };
-        }
-        Take::Fresh { start, got, exhausted: start + n >= SLICES_PER_BLOCK }
-    }
-
-    /// Whether epoch `epoch` of this block may still have slices left (a cheap pre-check
-    /// that keeps late warps from pushing the count of a full block ever higher).
-    #[inline(always)]
-    pub fn may_have_slices(&self, epoch: u32) -> bool {
-        // Relaxed: a hint; `take` decides.
-        let w = self.alloc.load_relaxed();
-        epoch_of(w) == epoch && count_of(w) < SLICES_PER_BLOCK
     }
 
     /// Gives back `k` slices; true when this made all 4096 free (the caller then owns the
@@ -226,23 +160,71 @@ impl BlockMeta {
         crate::arch::fence_acq_rel_gpu();
         true
     }
+}
 
-    /// Stops epoch `epoch` from handing out more slices; returns how many it had not handed
-    /// out (the caller gives them back). Zero if the epoch is over or the block is full.
-    pub fn close(&self, epoch: u32) -> u32 {
-        // Relaxed: the CAS below decides.
-        let mut w = self.alloc.load_relaxed();
-        loop {
-            if epoch_of(w) != epoch || count_of(w) >= SLICES_PER_BLOCK {
-                return 0;
-            }
-            let full = (w & !COUNT_MASK) | SLICES_PER_BLOCK as u64;
-            // AcqRel: ordered with the takers' adds on the same word.
-            match self.alloc.cas_acq_rel(w, full) {
-                Ok(_) => return SLICES_PER_BLOCK - count_of(w),
-                Err(now) => w = now,
-            }
-        }
+/// A slot word: `(gid + 1) << 32 | slices handed out`; 0 means no block.
+#[inline(always)]
+pub const fn slot_value(gid: u64, handed: u32) -> u64 {
+    ((gid + 1) << 32) | handed as u64
+}
+
+/// Block (if any) and handed-out count of a slot word.
+#[inline(always)]
+pub const fn slot_parts(w: u64) -> (Option<u64>, u32) {
+    let g = w >> 32;
+    (if g == 0 { None } else { Some(g - 1) }, w as u32)
+}
+
+/// What one add on a slot gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotTake {
+    /// Slices `start .. start + got` of block `gid` are ours; `exhausted`: this add took the
+    /// block's last slice (or went past it), so this taker must install the next block.
+    Fresh { gid: u64, start: u32, got: u32, exhausted: bool },
+    /// The block is used up; its exhauster is installing the next one.
+    Full,
+    /// No block; `elected`: this add was the first since the slot emptied, so this taker
+    /// installs one (every later add sees a non-zero count and waits).
+    Empty { elected: bool },
+}
+
+/// Takes up to `n` slices (1..=4096) from the block in `slot`: one atomic, which also tells
+/// which block it was, so no stale read of the slot can hand out a recycled block.
+#[inline(always)]
+pub fn slot_take(slot: &Atom64, n: u32) -> SlotTake {
+    // Acquire: reads-from the installer's release swap (or a later add in its release
+    // sequence), so the block's reset happens-before our use of its slices.
+    let old = slot.fetch_add_acquire(n as u64);
+    match slot_parts(old) {
+        (None, count) => SlotTake::Empty { elected: count == 0 },
+        (Some(_), count) if count >= SLICES_PER_BLOCK => SlotTake::Full,
+        (Some(gid), start) => SlotTake::Fresh {
+            gid,
+            start,
+            got: n.min(SLICES_PER_BLOCK - start),
+            exhausted: start + n >= SLICES_PER_BLOCK,
+        },
+    }
+}
+
+/// Installs block `gid` (prepared with `BlockMeta::install`) in `slot`, for the taker that
+/// was elected or exhausted the previous block; returns what the slot held.
+#[inline(always)]
+pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
+    // AcqRel swap: publishes the block's reset to every later add; the old value's block
+    // (if any) is full, so nothing is lost with it.
+    slot.swap_acq_rel(slot_value(gid, 0))
+}
+
+/// Empties `slot`; returns its block and how many slices the block had handed out (the
+/// caller gives the rest back). Safe while others take: their adds land before (counted) or
+/// after (they see an empty slot).
+#[inline(always)]
+pub fn slot_retire(slot: &Atom64) -> Option<(u64, u32)> {
+    // AcqRel: totally ordered with the takers' adds on the same word.
+    match slot_parts(slot.swap_acq_rel(0)) {
+        (Some(gid), count) => Some((gid, count.min(SLICES_PER_BLOCK))),
+        (None, _) => None,
     }
 }
 

@@ -1,23 +1,24 @@
 //! Slices: each size class keeps, per multiprocessor shard, a "current" block from which
-//! warps carve slices with one atomic add per warp. The warp whose add exhausts the block
-//! installs the next one; a warp that finds a stale or full block waits briefly for that,
-//! then installs one itself. Freed slices are counted per block; the 4096th free recycles it.
+//! warps carve slices. The slot word is the block's hand-out counter too (`block.rs`,
+//! `slot_take`): one atomic add per warp both names the block and takes the slices. The warp
+//! whose add exhausts the block installs the next one; warps that find the slot full or empty
+//! wait for that (the first add on an empty slot elects its installer). Freed slices are
+//! counted per block; the 4096th free recycles it.
 
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    blocks_per_segment_shift, slice_bytes, split_gid, Take, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    blocks_per_segment_shift, slice_bytes, slot_install, slot_parts, slot_retire, slot_take, split_gid,
+    SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
+use crate::SLICES_PER_BLOCK;
 
-/// Rounds of "read current block, bump its count" before a request reports out-of-memory.
-/// A round is lost only when another warp made progress or while a block is being
-/// installed; with the backoff this bounds the wait at a few milliseconds.
+/// Rounds of "add on the current slot" before a request reports out-of-memory. A round is
+/// lost only while another warp installs a block; with the backoff this bounds the wait at a
+/// few milliseconds.
 pub const SLICE_RETRIES: u32 = 1024;
-/// Slot value while one warp installs the next block: the others wait for it rather than
-/// all claiming blocks (which all but one would have to give back).
-pub const INSTALLING: u64 = u64::MAX;
 
 /// Rows of current slots: one per class, and one for packed allocations (class-0 blocks
 /// of `KIND_PACKED`, kept apart so that their hand-out stays warp-contiguous).
@@ -33,17 +34,6 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
     } else {
         (row, KIND_SLICES)
     }
-}
-
-/// Packs a current-slot value; 0 means "no block".
-#[inline(always)]
-pub const fn encode_slot(epoch: u32, gid: u64) -> u64 {
-    ((epoch as u64) << 32) | (gid + 1)
-}
-/// Unpacks a non-zero current-slot value into (epoch, global block index).
-#[inline(always)]
-pub const fn decode_slot(v: u64) -> (u32, u64) {
-    ((v >> 32) as u32, (v & 0xffff_ffff) - 1)
 }
 
 impl DeviceHeap {
@@ -76,44 +66,26 @@ impl DeviceHeap {
         let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
         let mut ns = crate::BACKOFF_MIN_NS;
         for _ in 0..SLICE_RETRIES {
-            // Relaxed: the add in `take` reads the block's count with acquire, and its epoch
-            // tells whether this value was stale.
-            let cur = slot.load_relaxed();
-            if cur == INSTALLING {
-                crate::backoff(&mut ns);
-                continue;
-            }
-            if cur != 0 {
-                let (epoch, gid) = decode_slot(cur);
-                let (seg, local) = split_gid(c, gid);
-                // No pre-check of the count: it would put a third dependent round trip on
-                // every warp's path. A late add to a full block takes nothing; the 32-bit count
-                // cannot reach the epoch bits (a group adds at most 4096 per round and re-reads
-                // the slot, which a full block leaves within microseconds).
-                let meta = self.block_meta(seg, local);
-                match meta.take(epoch, n) {
-                    Take::Fresh { start, got, exhausted } if got > 0 => {
-                        if exhausted {
-                            // We took the last slices: install the next block now. If that
-                            // fails for lack of memory, what we took is still good.
-                            let _ = self.replace(row, slot, cur);
-                        }
-                        return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+            match slot_take(slot, n) {
+                SlotTake::Fresh { gid, start, got, exhausted } => {
+                    if exhausted {
+                        // We took the last slices: install the next block now. If that fails
+                        // for lack of memory, what we took is still good.
+                        let _ = self.install_next(row, slot);
                     }
-                    Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
-                    _ => {}
+                    return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
                 }
-            }
-            // Empty, full or stale: replace it, unless another warp is already doing so.
-            match self.replace(row, slot, cur) {
-                Some(true) => {}
-                Some(false) => crate::backoff(&mut ns),
-                // No block left: what other multiprocessors' current blocks still hold is the
-                // last memory of this class.
-                None => return self.steal(row, n),
+                SlotTake::Empty { elected: true } => {
+                    if !self.install_next(row, slot) {
+                        // No block left: what other multiprocessors' current blocks still
+                        // hold is the last memory of this class.
+                        return self.steal(row, n);
+                    }
+                }
+                SlotTake::Full | SlotTake::Empty { elected: false } => crate::backoff(&mut ns),
             }
         }
-        None
+        self.steal(row, n)
     }
 
     /// Takes up to `n` slices from any current block of row `row` (when no new block can be
@@ -122,48 +94,60 @@ impl DeviceHeap {
     fn steal(&self, row: usize, n: u32) -> Option<(u64, u32)> {
         let (c, _) = row_class_kind(row);
         for shard in 0..self.layout().shards {
-            // Relaxed: as in take_slices.
-            let cur = self.current(row, shard).load_relaxed();
-            if cur == 0 || cur == INSTALLING {
+            let slot = self.current(row, shard);
+            // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
+            if let (None, _) | (Some(_), SLICES_PER_BLOCK..) = slot_parts(slot.load_relaxed()) {
                 continue;
             }
-            let (epoch, gid) = decode_slot(cur);
-            let (seg, local) = split_gid(c, gid);
-            let meta = self.block_meta(seg, local);
-            if !meta.may_have_slices(epoch) {
-                continue;
-            }
-            match meta.take(epoch, n) {
-                Take::Fresh { start, got, .. } if got > 0 => {
+            match slot_take(slot, n) {
+                SlotTake::Fresh { gid, start, got, exhausted } => {
+                    if exhausted {
+                        let _ = self.install_next(row, slot);
+                    }
                     return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
                 }
-                Take::Stale { got } if got > 0 => self.release_slices(seg, local, got),
+                // Elected on a slot that emptied meanwhile: there is no block to install
+                // (the heap is out of them), so leave it empty for the next taker to try.
+                SlotTake::Empty { elected: true } => self.retire_slot(row, slot),
                 _ => {}
             }
         }
         None
     }
 
-    /// Installs a fresh block in `slot` if it still holds `expected`: `Some(true)` when this
-    /// warp did, `Some(false)` when another warp holds or changed the slot, `None` when no
-    /// block could be had (out of memory; the slot gets `expected` back).
+    /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an
+    /// empty slot). False when no block could be had: the slot is left empty.
     #[inline(never)]
-    fn replace(&self, row: usize, slot: &Atom64, expected: u64) -> Option<bool> {
+    fn install_next(&self, row: usize, slot: &Atom64) -> bool {
         let (c, kind) = row_class_kind(row);
-        // AcqRel: exclusive right to install; acquires the previous installer's writes.
-        if slot.cas_acq_rel(expected, INSTALLING).is_err() {
-            return Some(false);
-        }
         let Some(gid) = self.claim_block(c) else {
-            // Release: hands the slot back.
-            slot.store_release(expected);
-            return None;
+            self.retire_slot(row, slot);
+            return false;
         };
         let (seg, local) = split_gid(c, gid);
-        let epoch = self.block_meta(seg, local).install(kind);
-        // Release: publishes the block's reset to the warps that load the slot.
-        slot.store_release(encode_slot(epoch, gid));
-        Some(true)
+        self.block_meta(seg, local).install(kind);
+        // A trim may have emptied the slot meanwhile and another taker installed a block:
+        // what that block has not handed out goes back.
+        if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
+            self.give_back_rest(c, old, handed);
+        }
+        true
+    }
+
+    /// Gives back what block `gid` of class `c` did not hand out (`handed` may overshoot).
+    #[inline(always)]
+    fn give_back_rest(&self, c: usize, gid: u64, handed: u32) {
+        if handed < SLICES_PER_BLOCK {
+            let (seg, local) = split_gid(c, gid);
+            self.release_slices(seg, local, SLICES_PER_BLOCK - handed);
+        }
+    }
+
+    /// Empties `slot` (of row `row`) and gives back what its block did not hand out.
+    fn retire_slot(&self, row: usize, slot: &Atom64) {
+        if let Some((gid, handed)) = slot_retire(slot) {
+            self.give_back_rest(row_class_kind(row).0, gid, handed);
+        }
     }
 
     /// Gives back `k` slices of block `local` of segment `seg`; the giver that completes the
@@ -186,24 +170,12 @@ impl DeviceHeap {
         }
     }
 
-    /// Retires every current block (its slices not yet handed out are given back), so that
-    /// fully freed blocks and segments return to their trees. Safe while others allocate;
-    /// meant for the end of a phase, before stats or validation.
+    /// Retires current slot `shard` of row `row`: the slices its block has not handed out
+    /// are given back, so that fully freed blocks and segments return to their trees. Safe
+    /// while others allocate (the next add on the slot installs a block again); meant for
+    /// the end of a phase, before stats or validation.
     pub fn trim_slot(&self, row: usize, shard: u32) {
-        let (c, _) = row_class_kind(row);
-        let slot = self.current(row, shard);
-        // Relaxed: the CAS below decides.
-        let cur = slot.load_relaxed();
-        // AcqRel: we own the retired value; an install in progress is left alone.
-        if cur == 0 || cur == INSTALLING || slot.cas_acq_rel(cur, 0).is_err() {
-            return;
-        }
-        let (epoch, gid) = decode_slot(cur);
-        let (seg, local) = split_gid(c, gid);
-        let k = self.block_meta(seg, local).close(epoch);
-        if k > 0 {
-            self.release_slices(seg, local, k);
-        }
+        self.retire_slot(row, self.current(row, shard));
     }
 
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to

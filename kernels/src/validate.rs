@@ -3,12 +3,12 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, count_of, epoch_of, slice_bytes, KIND_PACKED,
-    KIND_WHOLE, NUM_CLASSES,
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_PACKED, KIND_WHOLE,
+    NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
-use crate::slice::{decode_slot, PACKED_ROW};
+use crate::slice::PACKED_ROW;
 use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
 
 /// What the heap holds, from one walk of its metadata.
@@ -75,8 +75,6 @@ pub enum HeapError {
     OverFreed { seg: u32, local: u32 },
     /// A slice block whose every slice came back but which was not recycled.
     NotRecycled { seg: u32, local: u32 },
-    /// A partly handed-out block that no current slot points to: its rest is unreachable.
-    OrphanBlock { seg: u32, local: u32 },
     /// A multi-segment run that is broken (bad length, missing tail, tail without head).
     BadRun { seg: u32 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
@@ -152,16 +150,18 @@ impl DeviceHeap {
         Ok(s)
     }
 
-    /// Whether block `gid` of class `c` at `epoch` is in a current slot (of its class's row,
-    /// or for class 0 also of the packed row).
-    fn current_blocks(&self) -> impl Fn(usize, u64, u32) -> bool + '_ {
-        move |c, gid, epoch| {
+    /// How many slices block `gid` of class `c` has handed out, if it is in a current slot
+    /// (of its class's row, or for class 0 also of the packed row).
+    fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
+        move |c, gid| {
             let rows: &[usize] = if c == 0 { &[0, PACKED_ROW] } else { core::slice::from_ref(&c) };
-            rows.iter().any(|&row| {
-                (0..self.layout().shards).any(|sh| {
+            rows.iter().find_map(|&row| {
+                (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    let v = self.current(row, sh).load_acquire();
-                    v != 0 && v != crate::slice::INSTALLING && decode_slot(v) == (epoch, gid)
+                    match slot_parts(self.current(row, sh).load_acquire()) {
+                        (Some(g), handed) if g == gid => Some(handed.min(SLICES_PER_BLOCK)),
+                        _ => None,
+                    }
                 })
             })
         }
@@ -184,7 +184,7 @@ impl DeviceHeap {
         &self,
         seg: u32,
         c: usize,
-        is_current: &impl Fn(usize, u64, u32) -> bool,
+        is_current: &impl Fn(usize, u64) -> Option<u32>,
         s: &mut Stats,
     ) -> Result<(), HeapError> {
         let shift = blocks_per_segment_shift(c);
@@ -193,10 +193,10 @@ impl DeviceHeap {
             let gid = ((seg as u64) << shift) | local as u64;
             let m = self.block_meta(seg, local);
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-            let (w, freed) = (m.alloc.load_acquire(), m.freed.load_acquire());
+            let freed = m.freed.load_acquire();
             if self.block_tree(c).contains(gid) {
                 // Parked, or never installed (all zeros).
-                if (count_of(w) < SLICES_PER_BLOCK && w != 0) || freed != 0 {
+                if freed != 0 {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
                 self.check_bits(seg, local, 0)?;
@@ -212,15 +212,13 @@ impl DeviceHeap {
                 continue;
             }
             s.slice_blocks[c] += 1;
-            let handed = count_of(w).min(SLICES_PER_BLOCK);
+            // A block out of its slot has handed out (or given back) all its slices.
+            let handed = is_current(c, gid).unwrap_or(SLICES_PER_BLOCK);
             if freed > handed {
                 return Err(HeapError::OverFreed { seg, local });
             }
             if freed == SLICES_PER_BLOCK {
                 return Err(HeapError::NotRecycled { seg, local });
-            }
-            if handed < SLICES_PER_BLOCK && !is_current(c, gid, epoch_of(w)) {
-                return Err(HeapError::OrphanBlock { seg, local });
             }
             let live = handed - freed;
             self.check_bits(seg, local, live)?;
