@@ -114,6 +114,12 @@ pub struct RawVec<T> {
     pub cap: u64,
 }
 
+// SAFETY: RawVec is the owned parts of a vector of T (like Vec's), moved between threads
+// only by value; sending it sends the Ts.
+unsafe impl<T: Send> Send for RawVec<T> {}
+// SAFETY: shared access gives only the pointer and counts; reading Ts through them needs T: Sync.
+unsafe impl<T: Sync> Sync for RawVec<T> {}
+
 impl<T> RawVec<T> {
     /// An empty vector (all zeros).
     pub const EMPTY: Self = RawVec { ptr: core::ptr::null_mut(), len: 0, cap: 0 };

@@ -96,8 +96,13 @@ impl Ptx {
     /// file's path. Panics with a message that says what to do when the toolchain lacks the
     /// `rust-src` or `llvm-tools` components.
     pub fn build(self) -> PathBuf {
-        for p in ["src", "Cargo.toml"] {
-            println!("cargo:rerun-if-changed={}", self.crate_dir.join(p).display());
+        // The kernel crate and veballoc's allocator (which it links in): a change to either
+        // must rebuild the PTX, or the PTX and the host's heap layout could disagree.
+        let allocator = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels");
+        for dir in [&self.crate_dir, &allocator] {
+            for p in ["src", "Cargo.toml"] {
+                println!("cargo:rerun-if-changed={}", dir.join(p).display());
+            }
         }
         println!("cargo:rerun-if-changed={}", linker_script().display());
         let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
