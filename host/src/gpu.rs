@@ -12,11 +12,11 @@ use cust::CudaFlags;
 
 use crate::error::{Context, Error, Result};
 
-/// Register cap for the JIT: the driver compiled the allocator's kernels to 168 registers
-/// per thread without one (one 256-thread block per SM, 12.5% occupancy on an H200). Caps
-/// of 40 and 48 gave the best 16 B alloc and free times (0.24-0.26 ms, 0.055-0.058 ms for
-/// 1M threads; bench/results/NOTES.md); the slow paths spill a little under it.
-pub const DEFAULT_MAX_REGISTERS: u32 = 48;
+/// Register cap for the JIT. Without one the driver gave the allocator's kernels 96-170
+/// registers per thread; a sweep on an H200 (r16, bench/results/NOTES.md: caps 32, 40, 48,
+/// 64, 96, none) gave the best alloc times at 64 (16 B 0.085 ms, 1 KiB 0.199 ms for 1M
+/// threads) with free within 3% of the best.
+pub const DEFAULT_MAX_REGISTERS: u32 = 64;
 
 /// veballoc's kernels, compiled from `kernels/` by build.rs.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));

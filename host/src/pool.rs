@@ -60,6 +60,8 @@ pub(crate) struct Pool {
     live: HashMap<u64, Origin>,
     /// Pool segments (carved ones), by first address.
     segments: BTreeMap<u64, u32>,
+    /// Freed segment runs kept for reuse (under the release threshold), by length.
+    idle_runs: BTreeMap<u32, Vec<u32>>,
     pending: Vec<Pending>,
     /// Bytes of wholly free pool segments kept instead of returned to the device heap.
     pub release_threshold: u64,
@@ -80,6 +82,8 @@ pub struct PoolStats {
     pub bytes_free: u64,
     /// Ranges freed on a stream and not yet reusable by every stream.
     pub pending: u64,
+    /// Segments in freed runs kept for reuse.
+    pub idle_run_segments: u64,
 }
 
 fn round_up(bytes: u64) -> u64 {
@@ -136,15 +140,25 @@ impl Pool {
         (addr, bytes)
     }
 
-    /// Bytes free in wholly free pool segments.
+    /// Bytes of wholly free pool segments and of kept runs.
     fn idle_bytes(&self) -> u64 {
-        self.segments.keys().filter(|a| self.free_by_addr.get(a) == Some(&SEGMENT_BYTES)).count() as u64
-            * SEGMENT_BYTES
+        let segs = self.segments.keys().filter(|a| self.free_by_addr.get(a) == Some(&SEGMENT_BYTES)).count();
+        let runs: u64 = self.idle_runs.iter().map(|(&k, v)| k as u64 * v.len() as u64).sum();
+        (segs as u64 + runs) * SEGMENT_BYTES
     }
 
     /// Returns wholly free pool segments to the device heap while more than `keep` bytes of
     /// them remain.
     fn release_idle(&mut self, src: &dyn SegmentSource, keep: u64) -> Result<()> {
+        // Kept runs go first (largest first): they are the least likely to be asked for again.
+        while self.idle_bytes() > keep {
+            let Some(mut e) = self.idle_runs.last_entry() else { break };
+            let (k, seg) = (*e.key(), e.get_mut().pop().expect("no empty lists are kept"));
+            if e.get().is_empty() {
+                e.remove();
+            }
+            src.release(seg, k)?;
+        }
         let idle: Vec<(u64, u32)> = self
             .segments
             .iter()
@@ -197,6 +211,19 @@ impl Pool {
         Some(addr)
     }
 
+    /// Claims `k` segments from the device heap; when it has no such run, gives back what
+    /// the pool keeps idle and tries once more.
+    fn claim(&mut self, src: &dyn SegmentSource, k: u64) -> Result<Option<u32>> {
+        match src.claim(k)? {
+            Some(s) => Ok(Some(s)),
+            None if self.idle_bytes() > 0 => {
+                self.release_idle(src, 0)?;
+                src.claim(k)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Allocates `bytes`; on `stream` (its address as an id) ranges freed on that stream
     /// are reusable at once.
     pub fn alloc(&mut self, src: &dyn SegmentSource, bytes: u64, stream: Option<usize>) -> Result<u64> {
@@ -205,7 +232,14 @@ impl Pool {
         }
         if bytes > SUB_MAX_BYTES {
             let k = bytes.div_ceil(SEGMENT_BYTES);
-            let seg = src.claim(k)?.ok_or(Error::OutOfMemory { requested: bytes })?;
+            let kept = self.idle_runs.get_mut(&(k as u32)).and_then(|v| v.pop());
+            if self.idle_runs.get(&(k as u32)).is_some_and(|v| v.is_empty()) {
+                self.idle_runs.remove(&(k as u32));
+            }
+            let seg = match kept {
+                Some(s) => s,
+                None => self.claim(src, k)?.ok_or(Error::OutOfMemory { requested: bytes })?,
+            };
             let addr = src.segment_addr(seg);
             self.live.insert(addr, Origin::Run { seg, k: k as u32 });
             self.bytes_live += k * SEGMENT_BYTES;
@@ -217,7 +251,7 @@ impl Pool {
         {
             Some(a) => a,
             None => {
-                let seg = src.claim(1)?.ok_or(Error::OutOfMemory { requested: bytes })?;
+                let seg = self.claim(src, 1)?.ok_or(Error::OutOfMemory { requested: bytes })?;
                 let base = src.segment_addr(seg);
                 self.segments.insert(base, seg);
                 self.insert_free(base, SEGMENT_BYTES);
@@ -240,7 +274,12 @@ impl Pool {
                     // allocate from: wait for the stream first.
                     s.synchronize().during("cuStreamSynchronize (free_async of a segment run)")?;
                 }
-                src.release(seg, k)
+                if self.idle_bytes() + k as u64 * SEGMENT_BYTES <= self.release_threshold {
+                    self.idle_runs.entry(k).or_default().push(seg);
+                    Ok(())
+                } else {
+                    src.release(seg, k)
+                }
             }
             Origin::Sub { bytes } => {
                 self.bytes_live -= bytes;
@@ -289,6 +328,7 @@ impl Pool {
             pool_segments: self.segments.len() as u64,
             bytes_free: self.free_by_addr.values().sum(),
             pending: self.pending.len() as u64,
+            idle_run_segments: self.idle_runs.iter().map(|(&k, v)| k as u64 * v.len() as u64).sum(),
         }
     }
 }
@@ -370,6 +410,23 @@ mod tests {
     }
 
     #[test]
+    fn freed_runs_under_the_threshold_are_reused() {
+        let src = Fake { free: RefCell::new(vec![true; 8]) };
+        let mut pool = Pool::with_threshold(4 * SEGMENT_BYTES);
+        let a = pool.alloc(&src, 40 << 20, None).unwrap();
+        pool.free(&src, a, None).unwrap();
+        assert_eq!(pool.stats().idle_run_segments, 3, "kept, not released");
+        assert_eq!(pool.alloc(&src, 33 << 20, None).unwrap(), a, "the kept run comes back");
+        pool.free(&src, a, None).unwrap();
+        let big = pool.alloc(&src, 5 * SEGMENT_BYTES, None).unwrap();
+        pool.free(&src, big, None).unwrap();
+        assert_eq!(pool.stats().idle_run_segments, 3, "over the threshold: released");
+        pool.trim(&src).unwrap();
+        assert_eq!(pool.stats(), PoolStats::default());
+        assert!(src.free.borrow().iter().all(|&x| x));
+    }
+
+    #[test]
     fn out_of_memory_and_zero_are_errors() {
         let src = Fake { free: RefCell::new(vec![true; 2]) };
         let mut pool = Pool::default();
@@ -379,6 +436,15 @@ mod tests {
         assert!(matches!(pool.alloc(&src, 1, None), Err(Error::OutOfMemory { .. })));
         pool.free(&src, a, None).unwrap();
         assert!(pool.alloc(&src, 1, None).is_ok());
+        // Idle memory the pool keeps is given back when the heap runs out.
+        let mut keeper = Pool::with_threshold(2 * SEGMENT_BYTES);
+        let src2 = Fake { free: RefCell::new(vec![true; 2]) };
+        let r = keeper.alloc(&src2, 2 * SEGMENT_BYTES, None).unwrap();
+        keeper.free(&src2, r, None).unwrap();
+        assert_eq!(keeper.stats().idle_run_segments, 2);
+        let one = keeper.alloc(&src2, SUB_MAX_BYTES + 1, None).unwrap();
+        assert_eq!(keeper.stats().idle_run_segments, 0, "released to make room");
+        keeper.free(&src2, one, None).unwrap();
     }
 
     #[test]

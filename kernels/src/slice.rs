@@ -82,7 +82,9 @@ impl DeviceHeap {
                         return self.steal(row, n);
                     }
                 }
-                SlotTake::Full | SlotTake::Empty { elected: false } => crate::backoff(&mut ns),
+                SlotTake::Full | SlotTake::Empty { elected: false } => {
+                    crate::backoff_to(&mut ns, crate::SLOT_BACKOFF_MAX_NS)
+                }
             }
         }
         self.steal(row, n)

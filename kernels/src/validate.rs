@@ -3,8 +3,8 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_PACKED, KIND_WHOLE,
-    NUM_CLASSES,
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_PACKED,
+    KIND_WHOLE, NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};

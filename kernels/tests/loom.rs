@@ -8,8 +8,8 @@ use veballoc_kernels::atomic::Atom64;
 use veballoc_kernels::block::{
     slot_install, slot_parts, slot_retire, slot_take, slot_value, BlockMeta, SlotTake,
 };
-use veballoc_kernels::SLICES_PER_BLOCK;
 use veballoc_kernels::veb::{Veb, VebLayout};
+use veballoc_kernels::SLICES_PER_BLOCK;
 
 /// Two levels (65 indices: two leaf words and a summary word).
 fn tree() -> Arc<(Vec<Atom64>, VebLayout)> {
