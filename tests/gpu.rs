@@ -499,3 +499,58 @@ fn gpu_auto_sized_heap() {
     alloc_write_verify_free(&gpu, &heap, scale(MILLION), 64, None);
     heap.destroy().unwrap();
 }
+
+/// A releasable heap gives wholly free segments' memory back to the driver while live data
+/// stays intact, keeps serving from what it kept, and maps the memory again on request.
+#[test]
+fn gpu_releasable_heap_returns_and_regrows_memory() {
+    let Some(gpu) = gpu() else { return };
+    let t0 = std::time::Instant::now();
+    let heap = Heap::releasable(&gpu, 4 << 30).unwrap();
+    println!("releasable 4 GiB heap ready in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3);
+    let plain = Heap::new(&gpu, 1 << 30).unwrap();
+    assert!(matches!(plain.trim_memory(0), Err(veballoc::Error::NotReleasable)));
+    plain.destroy().unwrap();
+    let n = scale(MILLION);
+    let ptrs = alloc_with(&gpu, &heap, "vb_malloc", n, 1024, None);
+    let before = gpu.free_memory().unwrap();
+    let t1 = std::time::Instant::now();
+    let returned = heap.trim_memory(256 << 20).unwrap();
+    let after = gpu.free_memory().unwrap();
+    println!(
+        "trim_memory: {} MiB returned in {:.2} ms; the driver reports {} MiB more free; {} MiB still mapped",
+        returned >> 20,
+        t1.elapsed().as_secs_f64() * 1e3,
+        (after.saturating_sub(before)) >> 20,
+        heap.mapped_bytes() >> 20
+    );
+    assert!(returned >= heap.capacity() / 2, "most of a quarter-used heap goes back");
+    assert!(after >= before + returned / 10 * 9, "the driver got the memory");
+    let s = heap.stats().unwrap();
+    assert_eq!((s.released_segments * SEGMENT_BYTES, s.bytes_in_use), (returned, n * 1024), "{s:?}");
+    // The live data is intact, and what was kept still serves.
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let buf = DeviceBuffer::from_slice(&ptrs).unwrap();
+    let (p, e, size, zero, tag) =
+        (buf.as_device_ptr().as_raw(), errs.as_device_ptr().as_raw(), 1024u64, 0u64, 3u64);
+    // SAFETY: matches vb_verify's signature.
+    unsafe { gpu.launch("vb_verify", n, BLOCK, veballoc::kernel_args![p, n, size, zero, tag, e]).unwrap() };
+    gpu.sync().unwrap();
+    assert_eq!(host(&errs), vec![0, 0, 0]);
+    let more = alloc_with(&gpu, &heap, "vb_malloc", n / 4, 64, None);
+    free_all(&gpu, &heap, &more);
+    free_all(&gpu, &heap, &ptrs);
+    let back = heap.regrow_memory(u64::MAX).unwrap();
+    assert_eq!((back, heap.mapped_bytes()), (returned, heap.capacity()));
+    assert_heap_empty(&heap);
+    // The whole heap serves again: a run of all but one segment.
+    let one = veballoc::zeroed_u64s(1).unwrap();
+    let (arg, o, k, big) = (heap.arg(), one.as_device_ptr().as_raw(), 1u64, heap.capacity() - SEGMENT_BYTES);
+    // SAFETY: matches vb_malloc's signature (no per-thread sizes).
+    unsafe { gpu.launch("vb_malloc", 1, 1, veballoc::kernel_args![arg, o, k, big, zero]).unwrap() };
+    let run = host(&one);
+    assert_ne!(run[0], 0, "a run of all segments but one after regrow");
+    free_all(&gpu, &heap, &run);
+    assert_heap_empty(&heap);
+    heap.destroy().unwrap();
+}

@@ -30,6 +30,10 @@ pub enum Error {
     UnknownPointer(u64),
     /// A typed view of `bytes` bytes at `ptr` that is not inside the heap (or misaligned).
     NotInHeap { ptr: u64, bytes: u64 },
+    /// `trim_memory`/`regrow_memory` on a heap made with `Heap::new` (use `Heap::releasable`).
+    NotReleasable,
+    /// A driver call (of the virtual memory API) failed with CUDA error `code`.
+    Driver { call: &'static str, code: i32 },
 }
 
 impl fmt::Display for Error {
@@ -56,6 +60,10 @@ impl fmt::Display for Error {
             Error::UnknownPointer(p) => {
                 write!(f, "free of {p:#x}, which the host pool did not hand out (or already freed)")
             }
+            Error::NotReleasable => {
+                write!(f, "this heap's memory cannot be returned to the driver: create it with Heap::releasable")
+            }
+            Error::Driver { call, code } => write!(f, "{call} failed: CUDA error {code}"),
             Error::NotInHeap { ptr, bytes } => {
                 write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")
             }

@@ -9,6 +9,7 @@ use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
 use crate::error::{Context, Error, Result};
 use crate::gpu::Gpu;
+use crate::memory::{Mapped, Memory};
 use crate::pool::{Pool, PoolStats, SegmentSource, DEFAULT_RELEASE_THRESHOLD};
 
 /// Threads per block for veballoc's own maintenance kernels.
@@ -44,7 +45,7 @@ pub struct Heap {
     pool: Mutex<Pool>,
     gpu: Gpu,
     // Dropped (freed) before `gpu`, whose context they belong to.
-    mem: Option<DeviceBuffer<u8>>,
+    mem: Option<Memory>,
     meta: Option<DeviceBuffer<u64>>,
     handle: DeviceHeap,
     layout: HeapLayout,
@@ -58,6 +59,28 @@ impl Heap {
 
     /// As [`Heap::new`], with `shards` current-block slots per size class.
     pub fn with_shards(gpu: &Gpu, bytes: u64, shards: u32) -> Result<Heap> {
+        Self::create(gpu, bytes, shards, false)
+    }
+
+    /// A heap whose wholly free segments' memory can go back to the driver
+    /// ([`Heap::trim_memory`]) and be mapped again ([`Heap::regrow_memory`]): its segments
+    /// are mapped one by one into a reserved address range (CUDA's virtual memory
+    /// management), which makes it slower to create than [`Heap::new`].
+    ///
+    /// ```no_run
+    /// # let gpu = veballoc::Gpu::new()?;
+    /// let heap = veballoc::Heap::releasable(&gpu, 8 << 30)?;
+    /// // ... a phase that needed 8 GiB ...
+    /// let returned = heap.trim_memory(1 << 30)?;   // keep 1 GiB of free segments mapped
+    /// // ... later, before a big phase:
+    /// heap.regrow_memory(returned)?;
+    /// # Ok::<(), veballoc::Error>(())
+    /// ```
+    pub fn releasable(gpu: &Gpu, bytes: u64) -> Result<Heap> {
+        Self::create(gpu, bytes, DEFAULT_SHARDS, true)
+    }
+
+    fn create(gpu: &Gpu, bytes: u64, shards: u32, releasable: bool) -> Result<Heap> {
         if bytes < SEGMENT_BYTES {
             return Err(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES });
         }
@@ -68,12 +91,18 @@ impl Heap {
         if capacity + layout.meta_bytes > available {
             return Err(Error::HeapTooLarge { requested: capacity + layout.meta_bytes, available });
         }
-        // SAFETY: the segment memory needs no initial contents.
-        let mem =
-            unsafe { DeviceBuffer::<u8>::uninitialized(capacity as usize) }.during("cuMemAlloc (heap)")?;
+        let mem = if releasable {
+            Memory::Mapped(Mutex::new(Mapped::new(segments, 0)?))
+        } else {
+            // SAFETY: the segment memory needs no initial contents.
+            Memory::Buffer(
+                unsafe { DeviceBuffer::<u8>::uninitialized(capacity as usize) }
+                    .during("cuMemAlloc (heap)")?,
+            )
+        };
         let meta =
             DeviceBuffer::<u64>::zeroed((layout.meta_bytes / 8) as usize).during("cuMemAlloc (metadata)")?;
-        let handle = DeviceHeap { mem: mem.as_device_ptr().as_raw(), meta: meta.as_device_ptr().as_raw() };
+        let handle = DeviceHeap { mem: mem.base(), meta: meta.as_device_ptr().as_raw() };
         let header = layout.header_words();
         let mut first = meta.index(..header.len());
         first.copy_from(&header[..]).during("cuMemcpyHtoD (layout header)")?;
@@ -297,6 +326,77 @@ impl Heap {
         Ok(v)
     }
 
+    fn mapped(&self) -> Result<MutexGuard<'_, Mapped>> {
+        match &self.mem {
+            Some(Memory::Mapped(m)) => Ok(m.lock().unwrap_or_else(|e| e.into_inner())),
+            _ => Err(Error::NotReleasable),
+        }
+    }
+
+    /// Returns the memory of wholly free segments to the driver, keeping `keep_bytes` of free
+    /// segments mapped for the kernels (from the highest segment down: allocation takes the
+    /// lowest first). Trims first (`Heap::trim`). Returns the bytes given back. Kernels may run
+    /// meanwhile; they just see a smaller heap. `Error::NotReleasable` for a heap made with
+    /// `Heap::new`.
+    pub fn trim_memory(&self, keep_bytes: u64) -> Result<u64> {
+        let mut mapped = self.mapped()?;
+        self.trim()?;
+        let max = self.layout.num_segments as u64;
+        let out = DeviceBuffer::<u32>::zeroed(1 + max as usize).during("cuMemAlloc")?;
+        let (arg, keep, o) = (self.arg(), keep_bytes.div_ceil(SEGMENT_BYTES), out.as_device_ptr().as_raw());
+        // SAFETY: veballoc_release_segments(heap, keep, max, out) with 1 + max words.
+        unsafe {
+            self.gpu.launch("veballoc_release_segments", 1, 1, crate::kernel_args![arg, keep, max, o])?
+        };
+        self.gpu.sync()?;
+        let mut list = vec![0u32; 1 + max as usize];
+        CopyDestination::copy_to(&*out, &mut list[..]).during("cuMemcpyDtoH (released segments)")?;
+        let n = list[0] as usize;
+        for &seg in &list[1..1 + n] {
+            mapped.unmap(seg)?;
+        }
+        Ok(n as u64 * SEGMENT_BYTES)
+    }
+
+    /// Maps memory again for up to `bytes` of the segments `trim_memory` returned (lowest
+    /// first) and gives them back to the kernels. Returns the bytes mapped; less than asked
+    /// when the card has no more free memory (the error of the mapping that failed is
+    /// dropped: what was mapped before it is kept).
+    pub fn regrow_memory(&self, bytes: u64) -> Result<u64> {
+        let mut mapped = self.mapped()?;
+        let mut segs = Vec::new();
+        for seg in mapped.unmapped().into_iter().take(bytes.div_ceil(SEGMENT_BYTES) as usize) {
+            if mapped.map(seg).is_err() {
+                break;
+            }
+            segs.push(seg);
+        }
+        if !segs.is_empty() {
+            let buf = DeviceBuffer::from_slice(&segs).during("cuMemAlloc")?;
+            let (arg, p, n) = (self.arg(), buf.as_device_ptr().as_raw(), segs.len() as u64);
+            // SAFETY: veballoc_reacquire_segments(heap, segs, n).
+            unsafe {
+                self.gpu.launch(
+                    "veballoc_reacquire_segments",
+                    n,
+                    MAINT_BLOCK,
+                    crate::kernel_args![arg, p, n],
+                )?
+            };
+            self.gpu.sync()?;
+        }
+        Ok(segs.len() as u64 * SEGMENT_BYTES)
+    }
+
+    /// Bytes of segment memory backed by device memory now (the capacity, less what
+    /// `trim_memory` returned).
+    pub fn mapped_bytes(&self) -> u64 {
+        match self.mapped() {
+            Ok(m) => m.mapped() as u64 * SEGMENT_BYTES,
+            Err(_) => self.capacity(),
+        }
+    }
+
     /// Copies the metadata to the host, validates it, and returns the statistics.
     /// Waits for the heap's stream first; kernels on other streams must have finished.
     pub fn stats(&self) -> Result<Stats> {
@@ -311,7 +411,7 @@ impl Heap {
     /// Frees the heap's GPU memory now, reporting errors (Drop ignores them).
     pub fn destroy(mut self) -> Result<()> {
         self.gpu.sync()?;
-        if let Some(m) = self.mem.take() {
+        if let Some(Memory::Buffer(m)) = self.mem.take() {
             DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?;
         }
         if let Some(m) = self.meta.take() {

@@ -30,6 +30,7 @@ macro_rules! kernel_args {
 mod error;
 mod gpu;
 mod heap;
+mod memory;
 mod pool;
 
 /// The CUDA driver bindings veballoc uses (device buffers, streams, events).

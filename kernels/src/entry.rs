@@ -60,6 +60,34 @@ pub unsafe extern "ptx-kernel" fn veballoc_host_release(heap: DeviceHeap, seg: u
     }
 }
 
+/// Takes up to `max` free segments beyond `keep` out of the tree for the host to unmap;
+/// `out[0]` = how many, `out[1..]` = which.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_release_segments(
+    heap: DeviceHeap,
+    keep: u64,
+    max: u64,
+    out: *mut u32,
+) {
+    if arch::global_thread_x() == 0 {
+        // SAFETY: the host passes 1 + max words.
+        let list = unsafe { core::slice::from_raw_parts_mut(out.add(1), max as usize) };
+        let n = heap.release_free_segments(keep as u32, list);
+        // SAFETY: as above.
+        unsafe { *out = n as u32 };
+    }
+}
+
+/// Puts `n` released segments (listed in `segs`, their memory mapped again) back in the tree.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_reacquire_segments(heap: DeviceHeap, segs: *const u32, n: u64) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes n segment indices.
+        heap.reacquire_segment(unsafe { *segs.add(i as usize) });
+    }
+}
+
 /// Size of thread `i`'s allocation: `sizes[i]` when given, else `size`.
 #[inline(always)]
 unsafe fn size_of_thread(size: u64, sizes: *const u32, i: u64) -> u64 {

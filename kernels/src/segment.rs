@@ -22,6 +22,9 @@ bitflags::bitflags! {
         const HAS_WHOLE = 1 << 11;
         /// Owned by the host-side pool (`veballoc::Heap::alloc`): device `free` refuses it.
         const HOST = 1 << 12;
+        /// Its memory was returned to the driver (`veballoc::Heap::trim_memory`): out of the
+        /// segment tree until the host maps memory for it again.
+        const RELEASED = 1 << 13;
     }
 }
 
@@ -43,6 +46,7 @@ pub enum SegKind {
     LargeHead,
     LargeTail,
     Host,
+    Released,
     Corrupt(u32),
 }
 
@@ -59,6 +63,8 @@ pub fn seg_kind(entry: u32) -> SegKind {
         SegKind::LargeTail
     } else if f == SegFlags::HOST {
         SegKind::Host
+    } else if f == SegFlags::RELEASED {
+        SegKind::Released
     } else {
         SegKind::Corrupt(entry)
     }
@@ -220,6 +226,36 @@ impl DeviceHeap {
             self.seg_table(s + t).store_relaxed(0);
         }
         self.seg_tree().insert_range(s as u64, k as u64);
+    }
+
+    /// Takes free segments out of the segment tree so that the host can return their memory:
+    /// from the highest index down (the tree hands out the lowest first), keeping `keep`
+    /// free; at most `out.len()`. Their entries say `RELEASED`. Returns how many, listed in
+    /// `out`. One thread; safe while others allocate (a segment another thread claims first
+    /// is skipped).
+    pub fn release_free_segments(&self, keep: u32, out: &mut [u32]) -> usize {
+        let tree = self.seg_tree();
+        let free = tree.count() as u32;
+        let mut n = 0;
+        let mut seg = self.layout().num_segments;
+        while seg > 0 && n < out.len() && free.saturating_sub(n as u32) > keep {
+            seg -= 1;
+            if tree.contains(seg as u64) && tree.remove(seg as u64) {
+                // Release: the host reads the list after the kernel; the entry keeps device
+                // frees and the validator off the segment.
+                self.seg_table(seg).store_release(SegFlags::RELEASED.bits());
+                out[n] = seg;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Returns released segment `seg` (its memory mapped again) to the segment tree.
+    pub fn reacquire_segment(&self, seg: u32) {
+        // Relaxed: the release insert below publishes it.
+        self.seg_table(seg).store_relaxed(0);
+        self.seg_tree().insert(seg as u64);
     }
 
     /// Segments needed for `size` bytes.

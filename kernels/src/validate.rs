@@ -24,6 +24,8 @@ pub struct Stats {
     pub large_segments: u64,
     /// Segments owned by the host-side pool.
     pub host_segments: u64,
+    /// Segments whose memory was returned to the driver.
+    pub released_segments: u64,
     /// Blocks out of their tree serving slices, per class (includes current blocks).
     pub slice_blocks: [u64; NUM_CLASSES],
     /// Blocks handed out whole, per class.
@@ -137,6 +139,7 @@ impl DeviceHeap {
                 }
                 SegKind::LargeTail => return Err(HeapError::BadRun { seg }),
                 SegKind::Host => s.host_segments += 1,
+                SegKind::Released => s.released_segments += 1,
                 SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
             }
             seg += 1;
