@@ -9,6 +9,8 @@ source scripts/env.sh
 echo "== cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --release --all-targets -- -D warnings 2>&1
+echo "== API docs build without warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p veballoc -p veballoc-kernels -p veballoc-ptx-build 2>&1
 echo "== cargo test (workspace: CPU heap, vEB, host, GPU tests that skip without a GPU)"
 cargo test --workspace --release 2>&1
 echo "== GPU tests again, uncaptured, so that a skip says why (one at a time where a GPU exists)"
