@@ -388,6 +388,14 @@ fn gpu_double_frees_are_detected() {
     println!("double frees: {} counted as double, {} as invalid", s.double_frees, s.invalid_frees);
     assert_eq!(s.double_frees + s.invalid_frees, n, "{s:?}");
     assert_eq!(s.live_packed + s.live_slices.iter().sum::<u64>() + s.whole_blocks.iter().sum::<u64>(), n);
+    // The same pointer twice in one warp: one lane frees it, the other is counted.
+    let twice = alloc_with(&gpu, &heap, "vb_malloc", n / 2, 48, None);
+    let doubled: Vec<u64> = twice.iter().flat_map(|&p| [p, p]).collect();
+    let before = heap.stats().unwrap().double_frees;
+    free_all(&gpu, &heap, &doubled);
+    let s = heap.stats().unwrap();
+    println!("same pointer twice in a warp: {} counted", s.double_frees - before);
+    assert_eq!(s.double_frees - before, n / 2, "{s:?}");
     free_all(&gpu, &heap, &keep);
     heap.trim().unwrap();
     let s = heap.stats().unwrap();

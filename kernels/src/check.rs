@@ -61,14 +61,33 @@ impl DeviceHeap {
         }
     }
 
-    /// Clears the bit of the slice of class `c` at `addr`; false if it was not handed out.
+    /// Clears the hand-out bits of the slices that the lanes of `peers` (a warp's lanes
+    /// freeing slices of one block of class `c`) free, with one atomic per bitmap word: the lanes whose bits share
+    /// a word OR their bits together (by shuffles) and the lowest clears them all, then shares
+    /// the old word. A lane owns its free if its bit was set and no lower lane of the warp
+    /// frees the same slice.
     #[inline(always)]
-    pub(crate) fn unmark(&self, addr: u64, c: usize) -> bool {
+    pub(crate) fn unmark_warp(&self, peers: u32, addr: u64, c: usize) -> bool {
         let (seg, bit) = self.bit_of(addr, c);
-        let mask = 1u64 << (bit % 64);
-        // Relaxed: see mark_handed_out; the block's recycle is ordered after this clear by
-        // the release add of the free count that follows it.
-        self.bit_word(seg, bit / 64).fetch_and_relaxed(!mask) & mask != 0
+        let (word, pos) = (bit / 64, (bit % 64) as u32);
+        let group = crate::arch::match_any_sync(peers, word as u32);
+        let same_slice = crate::arch::match_any_sync(group, pos);
+        let first = same_slice & crate::arch::lanemask_lt() == 0;
+        let mut mask = 0u64;
+        let mut m = group;
+        while m != 0 {
+            mask |= 1u64 << crate::arch::shfl_sync_u32(group, pos, m.trailing_zeros());
+            m &= m - 1;
+        }
+        let leader = group.trailing_zeros();
+        let mut old = 0u64;
+        if crate::arch::lane_id() == leader {
+            // Relaxed: see mark_handed_out; the block's recycle is ordered after this clear by
+            // the release add of the free count that follows it.
+            old = self.bit_word(seg, word).fetch_and_relaxed(!mask);
+        }
+        let old = crate::arch::shfl_sync_u64(group, old, leader);
+        first && old & (1u64 << pos) != 0
     }
 
     /// Set bits among block `local`'s 4096 (the validator's live count).

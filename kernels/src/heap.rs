@@ -522,7 +522,7 @@ impl DeviceHeap {
     fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64, has_whole: bool) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
-        let owned = !self.checking() || self.unmark(addr, c);
+        let owned = !self.checking() || self.unmark_warp(peers, addr, c);
         let owned_lanes = arch::ballot_sync(peers, owned);
         if arch::lane_id() == peers.trailing_zeros() {
             // One check per group, and only in segments that hand out whole blocks: interior
