@@ -107,9 +107,11 @@ fn a_heap_without_checks_has_no_bitmap() {
     assert_empty(h);
 }
 
-/// Rounded size of a packed request.
-fn packed_bytes(size: u64) -> u64 {
-    size.div_ceil(PACKED_UNIT) * PACKED_UNIT
+/// The packing unit of a warp whose lanes ask for `sizes` (all served in one round).
+fn warp_unit(sizes: &[u64]) -> u64 {
+    let units16: u64 = sizes.iter().map(|s| s.div_ceil(PACKED_UNIT)).sum();
+    let band = veballoc::kernels::heap::packed_band(units16 as u32);
+    veballoc::kernels::block::slice_bytes(veballoc::kernels::slice::PACKED_CLASSES[band])
 }
 
 #[test]
@@ -117,25 +119,33 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
     let cpu = CpuHeap::new(8, 2);
     let h = cpu.heap();
     let mut live = Vec::new();
-    let mut split_runs = 0;
+    let (mut split_runs, mut block_units) = (0, [0u64; 3]);
     for round in 0..400u64 {
-        let sizes: Vec<u64> = (0..32).map(|l| 1 + veballoc::kernels::mix(round * 32 + l) % 1024).collect();
+        // Small warps pack in 16-byte units, larger ones in 64 or 256.
+        let max = [64, 1024, 4096][round as usize % 3];
+        let sizes: Vec<u64> = (0..32).map(|l| 1 + veballoc::kernels::mix(round * 32 + l) % max).collect();
+        let unit = warp_unit(&sizes);
+        let units: u64 = sizes.iter().map(|s| s.div_ceil(unit)).sum();
+        block_units[unit.trailing_zeros() as usize / 2 - 2] += units;
         let ptrs = cpu.warp_malloc_packed(&sizes);
+        let mut split = false;
         for l in 0..32 {
             assert!(!ptrs[l].is_null(), "round {round} lane {l}");
-            if l + 1 < 32 && ptrs[l + 1] as u64 != ptrs[l] as u64 + packed_bytes(sizes[l]) {
-                split_runs += 1; // a heap block ran out mid-warp: the rest went to the next
-            }
+            // Lanes served after a split pack again, maybe in a smaller unit: 16 at least.
+            assert_eq!(ptrs[l] as u64 % PACKED_UNIT, 0, "objects start on a unit");
+            // A heap block ran out mid-warp: the rest was packed again in the next block.
+            split |= l + 1 < 32 && ptrs[l + 1] as u64 != ptrs[l] as u64 + sizes[l].div_ceil(unit) * unit;
             fill(ptrs[l], sizes[l], round ^ l as u64);
             live.push((ptrs[l], sizes[l], round ^ l as u64));
         }
+        split_runs += split as u64;
         // Sizes are not recorded: usable_size says so, realloc refuses and keeps the data.
         assert_eq!(h.usable_size(ptrs[0]), 0);
         assert!(h.realloc(ptrs[0], 2048).is_null());
     }
-    let units: u64 = live.iter().map(|&(_, size, _)| packed_bytes(size) / PACKED_UNIT).sum();
-    let blocks = units.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64);
-    assert!(split_runs <= blocks, "runs split only at block ends ({split_runs} splits, {blocks} blocks)");
+    let blocks: u64 = block_units.iter().map(|u| u.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64)).sum();
+    assert!(split_runs <= blocks, "warps split only at block ends ({split_runs} split warps, {blocks} blocks)");
+    assert!(block_units.iter().all(|&u| u > 0), "all three units were used: {block_units:?}");
     let s = stats(h);
     assert_eq!(s.live_packed, live.len() as u64, "{s:?}");
     assert_eq!(s.bytes_in_use, 0, "packed objects are not counted in bytes: {s:?}");
@@ -193,7 +203,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         6 => size_strategy().prop_map(Op::Malloc),
         4 => any::<usize>().prop_map(Op::Free),
         2 => (any::<usize>(), size_strategy()).prop_map(|(i, s)| Op::Realloc(i, s)),
-        2 => prop::collection::vec(1u64..=1024, 1..=32).prop_map(Op::Packed),
+        2 => prop::collection::vec(1u64..=4096, 1..=32).prop_map(Op::Packed),
         1 => any::<usize>().prop_map(Op::FreeTwice),
         1 => any::<usize>().prop_map(Op::FreeInterior),
     ]

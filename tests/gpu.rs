@@ -312,11 +312,18 @@ fn gpu_packed_mixed_sizes_are_warp_contiguous() {
         let sizes: Vec<u32> = (0..n).map(|i| 1 + (veballoc::kernels::mix(max ^ i) % max) as u32).collect();
         let ptrs = alloc_with(&gpu, &heap, "vb_malloc_packed", n, 0, Some(&sizes));
         let rounded = |i: usize| (sizes[i] as u64).div_ceil(16) * 16;
+        // The unit a warp packs in depends on its total (16, 64 or 256 bytes).
+        let unit = |w: usize| {
+            let units16: u32 = sizes[w * 32..(w + 1) * 32].iter().map(|&s| s.div_ceil(16)).sum();
+            let band = veballoc::kernels::heap::packed_band(units16);
+            slice_bytes(veballoc::kernels::slice::PACKED_CLASSES[band])
+        };
         let (mut adjacent, mut pairs) = (0u64, 0u64);
         for i in 0..n as usize - 1 {
             if (i + 1) % 32 != 0 {
                 pairs += 1;
-                adjacent += (ptrs[i + 1] == ptrs[i] + rounded(i)) as u64;
+                let u = unit(i / 32);
+                adjacent += (ptrs[i + 1] == ptrs[i] + (sizes[i] as u64).div_ceil(u) * u) as u64;
             }
         }
         let mut order: Vec<usize> = (0..n as usize).collect();

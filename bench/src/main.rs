@@ -1268,7 +1268,7 @@ fn main() {
             b.warm(list)?;
         }
         if matches!(cmd, Cmd::Packed | Cmd::All) {
-            let list = b.cli.sizes.clone().unwrap_or_else(|| vec![64, 256, 1024]);
+            let list = b.cli.sizes.clone().unwrap_or_else(|| vec![64, 256, 1024, 4096]);
             b.packed(list)?;
         }
         if matches!(cmd, Cmd::Host | Cmd::All) {

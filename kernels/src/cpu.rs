@@ -127,22 +127,26 @@ impl CpuHeap {
             if pending.is_empty() {
                 break;
             }
-            let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(PACKED_UNIT) as u32).collect();
-            let Some((base, got)) = self.heap.take_in_row(crate::slice::PACKED_ROW, units.iter().sum())
+            let units16: u32 = pending.iter().map(|&l| sizes[l].div_ceil(PACKED_UNIT) as u32).sum();
+            let band = crate::heap::packed_band(units16);
+            let c = crate::slice::PACKED_CLASSES[band];
+            let unit = crate::block::slice_bytes(c);
+            let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
+            let Some((base, got)) = self.heap.take_in_row(crate::slice::packed_row(band), units.iter().sum())
             else {
                 break;
             };
             let (mut before, mut served) = (0u32, 0usize);
             while served < pending.len() && before + units[served] <= got {
-                let p = base + before as u64 * PACKED_UNIT;
+                let p = base + before as u64 * unit;
                 if self.heap.checking() {
-                    self.heap.mark_handed_out(p, 0, 1);
+                    self.heap.mark_handed_out(p, c, 1);
                 }
                 out[pending[served]] = p as *mut u8;
                 before += units[served];
                 served += 1;
             }
-            self.heap.settle_packed(base, got, served as u32);
+            self.heap.settle_packed(base, c, got, served as u32);
             pending.drain(..served);
         }
         out

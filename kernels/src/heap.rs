@@ -9,7 +9,7 @@ use crate::block::{
     split_gid, KIND_PACKED, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind};
-use crate::slice::{PACKED_ROW, SLOT_ROWS};
+use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -21,11 +21,27 @@ pub const DEFAULT_SHARDS: u32 = 256;
 /// there (L1-cached) instead of receiving it as a large by-value argument, which the
 /// compiler would copy to local memory in every thread.
 pub const HEADER_BYTES: u64 = 1024;
-/// Unit of packed allocations (`malloc_packed`): requests are rounded up to it.
+/// Smallest unit of packed allocations (`malloc_packed`): requests are rounded up to the unit
+/// their warp packs in (16, 64 or 256 bytes, see `slice::PACKED_CLASSES`).
 pub const PACKED_UNIT: u64 = 16;
-/// Largest request `malloc_packed` packs; a warp's run is at most 32 of these (2048 units,
-/// half a block), so a fresh block always holds one.
-pub const PACKED_MAX_BYTES: u64 = 1024;
+/// Most units one warp's packed run may take before the warp packs in the next larger unit:
+/// an eighth of a block, so that a packed block serves at least eight warps.
+pub const PACKED_UNITS_PER_WARP: u32 = 512;
+
+/// Which packed class (index into `PACKED_CLASSES`) a warp uses whose requests, rounded to
+/// 16 bytes, total `units16` units of 16 bytes.
+#[inline(always)]
+pub const fn packed_band(units16: u32) -> usize {
+    let mut i = 0;
+    // Each class up is 4x the unit: the warp's run shrinks about 4x.
+    while i + 1 < PACKED_CLASSES.len() && (units16 >> (2 * i as u32)) > PACKED_UNITS_PER_WARP {
+        i += 1;
+    }
+    i
+}
+/// Largest request `malloc_packed` packs (the largest slice): a warp's run is at most 32 of
+/// these, 128 KiB, which the 256-byte unit packs in 512 units, an eighth of a block.
+pub const PACKED_MAX_BYTES: u64 = 4096;
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
 /// block's rest and the next one's start cover any block of up to 4096 threads.
 pub const CTA_RUNS: usize = 2;
@@ -358,9 +374,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Mixed-size warp coalescing: the active lanes' requests (each rounded up to 16 bytes)
-    /// are packed back to back, in lane order, into one run of a packed block taken with one
-    /// atomic, so that neighbouring threads' data is adjacent whatever their sizes. Sizes
+    /// Mixed-size warp coalescing: the active lanes' requests (each rounded up to the warp's
+    /// unit: 16 bytes, or 64 or 256 when the warp asks for more than 8 or 32 KiB) are packed
+    /// back to back, in lane order, into one run of a packed block taken with one atomic, so
+    /// that neighbouring threads' data is adjacent whatever their sizes. Sizes
     /// above `PACKED_MAX_BYTES` go to `malloc`. `free` needs no header: a packed block counts
     /// objects, not bytes (the leader gives back each object's extra units at once).
     /// The size is not recorded: `usable_size` returns 0 and `realloc` returns null for a
@@ -374,14 +391,21 @@ impl DeviceHeap {
         if size == 0 || size > PACKED_MAX_BYTES {
             return self.malloc(size);
         }
-        let units = size.div_ceil(PACKED_UNIT) as u32;
+        let units16 = size.div_ceil(PACKED_UNIT) as u32;
         for _ in 0..WARP_ROUNDS {
             let active = arch::activemask();
-            let (before, total) = warp_exclusive_sum(active, units);
+            let (mut before, mut total) = warp_exclusive_sum(active, units16);
+            // The unit is the same for the whole warp (it depends on the warp's total only).
+            let band = packed_band(total);
+            let c = PACKED_CLASSES[band];
+            let units = size.div_ceil(slice_bytes(c)) as u32;
+            if band > 0 {
+                (before, total) = warp_exclusive_sum(active, units);
+            }
             let leader = active.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
-                match self.take_in_row(PACKED_ROW, total) {
+                match self.take_in_row(packed_row(band), total) {
                     Some((b, g)) => (base, got) = (b, g),
                     None => self.bump(counter::OUT_OF_MEMORY),
                 }
@@ -395,12 +419,12 @@ impl DeviceHeap {
             let served = before + units <= got;
             let served_lanes = arch::ballot_sync(active, served);
             if arch::lane_id() == leader {
-                self.settle_packed(base, got, served_lanes.count_ones());
+                self.settle_packed(base, c, got, served_lanes.count_ones());
             }
             if served {
-                let p = base + before as u64 * PACKED_UNIT;
+                let p = base + before as u64 * slice_bytes(c);
                 if self.checking() {
-                    self.mark_handed_out(p, 0, 1);
+                    self.mark_handed_out(p, c, 1);
                 }
                 return p as usize as *mut u8;
             }
@@ -408,14 +432,14 @@ impl DeviceHeap {
         core::ptr::null_mut()
     }
 
-    /// The packed leader's second step: of the `got` units taken at `base`, `served` objects
-    /// were handed out. Each will give back one unit when freed; everything else (their
-    /// extra units, and the tail no lane could use) goes back now.
+    /// The packed leader's second step: of the `got` units (of class `c`) taken at `base`,
+    /// `served` objects were handed out. Each will give back one unit when freed; everything
+    /// else (their extra units, and the tail no lane could use) goes back now.
     #[inline(always)]
-    pub(crate) fn settle_packed(&self, base: u64, got: u32, served: u32) {
+    pub(crate) fn settle_packed(&self, base: u64, c: usize, got: u32, served: u32) {
         let credit = got - served;
         if credit > 0 {
-            let (seg, local) = self.block_of(base, 0);
+            let (seg, local) = self.block_of(base, c);
             self.release_slices(seg, local, credit);
         }
     }
@@ -565,8 +589,8 @@ impl DeviceHeap {
     fn is_packed(&self, ptr: *const u8) -> bool {
         match self.locate(ptr as usize as u64) {
             // Acquire: as in usable_size.
-            Some((seg, in_seg, SegKind::Class(0), _)) => {
-                self.block_meta(seg, (in_seg / block_bytes(0)) as u32).kind.load_acquire() == KIND_PACKED
+            Some((seg, in_seg, SegKind::Class(c), _)) => {
+                self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_PACKED
             }
             _ => false,
         }

@@ -20,24 +20,31 @@ use crate::SLICES_PER_BLOCK;
 /// few milliseconds.
 pub const SLICE_RETRIES: u32 = 1024;
 
-/// Rows of current slots: one per class, and one for packed allocations (class-0 blocks
-/// of `KIND_PACKED`, kept apart so that their hand-out stays warp-contiguous).
-pub const SLOT_ROWS: usize = NUM_CLASSES + 1;
-/// The row of packed allocations.
-pub const PACKED_ROW: usize = NUM_CLASSES;
+/// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
+/// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
+/// asks for, so that a block serves many warps whatever their sizes.
+pub const PACKED_CLASSES: [usize; 3] = [0, 2, 4];
+/// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
+/// kept apart so that their hand-out stays warp-contiguous).
+pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
+/// The row of packed class `PACKED_CLASSES[i]`.
+#[inline(always)]
+pub const fn packed_row(i: usize) -> usize {
+    NUM_CLASSES + i
+}
 
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
 pub const fn row_class_kind(row: usize) -> (usize, u32) {
-    if row == PACKED_ROW {
-        (0, KIND_PACKED)
+    if row >= NUM_CLASSES {
+        (PACKED_CLASSES[row - NUM_CLASSES], KIND_PACKED)
     } else {
         (row, KIND_SLICES)
     }
 }
 
 impl DeviceHeap {
-    /// Current-block slot `shard` of row `row` (a class, or `PACKED_ROW`).
+    /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
     #[inline(always)]
     pub(crate) fn current(&self, row: usize, shard: u32) -> &Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
@@ -58,8 +65,8 @@ impl DeviceHeap {
         self.take_in_row(c, n)
     }
 
-    /// `take_slices` from the blocks of slot row `row`: a class, or `PACKED_ROW` (16-byte
-    /// units of class-0 blocks marked `KIND_PACKED`).
+    /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
+    /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
         let (c, _) = row_class_kind(row);

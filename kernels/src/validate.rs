@@ -8,7 +8,7 @@ use crate::block::{
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
-use crate::slice::PACKED_ROW;
+use crate::slice::{packed_row, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
 
 /// What the heap holds, from one walk of its metadata.
@@ -154,11 +154,11 @@ impl DeviceHeap {
     }
 
     /// How many slices block `gid` of class `c` has handed out, if it is in a current slot
-    /// (of its class's row, or for class 0 also of the packed row).
+    /// (of its class's row, or of a packed row of that class).
     fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
         move |c, gid| {
-            let rows: &[usize] = if c == 0 { &[0, PACKED_ROW] } else { core::slice::from_ref(&c) };
-            rows.iter().find_map(|&row| {
+            let packed = (0..PACKED_CLASSES.len()).filter(|&i| PACKED_CLASSES[i] == c).map(packed_row);
+            core::iter::once(c).chain(packed).find_map(|row| {
                 (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     match slot_parts(self.current(row, sh).load_acquire()) {
