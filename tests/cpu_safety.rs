@@ -143,8 +143,12 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
         assert_eq!(h.usable_size(ptrs[0]), 0);
         assert!(h.realloc(ptrs[0], 2048).is_null());
     }
-    let blocks: u64 = block_units.iter().map(|u| u.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64)).sum();
-    assert!(split_runs <= blocks, "warps split only at block ends ({split_runs} split warps, {blocks} blocks)");
+    let blocks: u64 =
+        block_units.iter().map(|u| u.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64)).sum();
+    assert!(
+        split_runs <= blocks,
+        "warps split only at block ends ({split_runs} split warps, {blocks} blocks)"
+    );
     assert!(block_units.iter().all(|&u| u > 0), "all three units were used: {block_units:?}");
     let s = stats(h);
     assert_eq!(s.live_packed, live.len() as u64, "{s:?}");
