@@ -111,7 +111,7 @@ pub const MAX_FORMAT_BATCH: u32 = 16;
 pub const KIND_SLICES: u32 = 0;
 /// Block handed out whole.
 pub const KIND_WHOLE: u32 = 1;
-/// Block serving packed (mixed-size, warp-contiguous) allocations in 16-byte units.
+/// Block serving packed (mixed-size, warp-contiguous) allocations, in units of its slice size.
 pub const KIND_PACKED: u32 = 2;
 
 /// Metadata of one block slot.
@@ -211,8 +211,8 @@ pub fn slot_take(slot: &Atom64, n: u32) -> SlotTake {
 /// was elected or exhausted the previous block; returns what the slot held.
 #[inline(always)]
 pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
-    // AcqRel swap: publishes the block's reset to every later add; the old value's block
-    // (if any) is full, so nothing is lost with it.
+    // AcqRel swap: publishes the block's reset to every later add; the old value tells the
+    // caller what the replaced block (if any) had handed out.
     slot.swap_acq_rel(slot_value(gid, 0))
 }
 
@@ -288,7 +288,7 @@ impl crate::heap::DeviceHeap {
     }
 
     /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
-    /// The block is parked (count full); the caller installs it or marks it whole. `None`
+    /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
     /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {

@@ -86,10 +86,7 @@ impl CpuHeap {
                         !done[l] && sizes[l] != 0 && sizes[l] <= MAX_SLICE_BYTES && slice_class(sizes[l]) == c
                     })
                     .collect();
-                let taken = self.heap.take_slices(c, group.len() as u32);
-                if let (Some((base, got)), true) = (taken, self.heap.checking()) {
-                    self.heap.mark_handed_out(base, c, got);
-                }
+                let taken = self.heap.take_marked(c, group.len() as u32);
                 for (rank, &l) in group.iter().enumerate() {
                     done[l] = true;
                     match taken {

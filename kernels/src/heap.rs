@@ -239,9 +239,14 @@ impl DeviceHeap {
     }
 
     #[inline(always)]
-    fn bump(&self, i: usize) {
+    pub(crate) fn bump(&self, i: usize) {
+        self.bump_by(i, 1);
+    }
+
+    #[inline(always)]
+    fn bump_by(&self, i: usize, n: u64) {
         // Relaxed: a statistic, read by the host after the kernel ends.
-        self.counter(i).fetch_add_relaxed(1);
+        self.counter(i).fetch_add_relaxed(n);
     }
 
     /// Allocates `size` bytes (16-byte aligned). Null for `size == 0` or when the heap is
@@ -281,13 +286,8 @@ impl DeviceHeap {
         let rank = (peers & arch::lanemask_lt()).count_ones();
         let (mut base, mut got) = (0u64, 0u32);
         if arch::lane_id() == leader {
-            match self.take_slices(c, peers.count_ones()) {
-                Some((b, g)) => {
-                    (base, got) = (b, g);
-                    if self.checking() {
-                        self.mark_handed_out(b, c, g);
-                    }
-                }
+            match self.take_marked(c, peers.count_ones()) {
+                Some((b, g)) => (base, got) = (b, g),
                 None => self.bump(counter::OUT_OF_MEMORY),
             }
         }
@@ -351,13 +351,10 @@ impl DeviceHeap {
                 if need == 0 {
                     break;
                 }
-                let Some((b, g)) = self.take_slices(c, need) else {
+                let Some((b, g)) = self.take_marked(c, need) else {
                     self.bump(counter::OUT_OF_MEMORY);
                     break;
                 };
-                if self.checking() {
-                    self.mark_handed_out(b, c, g);
-                }
                 (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
                 need -= g;
             }
@@ -552,13 +549,12 @@ impl DeviceHeap {
             // One check per group, and only in segments that hand out whole blocks: interior
             // pointers of a whole block are not slices. Relaxed: as in `locate`.
             if has_whole && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
-                self.counter(counter::INVALID_FREE).fetch_add_relaxed(peers.count_ones() as u64);
+                self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64);
                 return;
             }
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
-                // Relaxed: a statistic, read by the host after the kernel ends.
-                self.counter(counter::DOUBLE_FREE).fetch_add_relaxed(bad as u64);
+                self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
             if owned_lanes != 0 {
                 self.release_slices(seg, local, owned_lanes.count_ones());

@@ -48,35 +48,6 @@ pub const BACKOFF_MIN_NS: u32 = 32;
 /// Longest single sleep: the backoff doubles up to this.
 pub const BACKOFF_MAX_NS: u32 = 2048;
 
-/// Longest single sleep of a warp waiting for its slot's next block: short, because the
-/// install takes a few microseconds and every waiting warp of the multiprocessor oversleeps
-/// by up to this much. `VEBALLOC_SLOT_BACKOFF_MAX_NS` at build time overrides it (for
-/// experiments; see bench/results/NOTES.md).
-pub const SLOT_BACKOFF_MAX_NS: u32 = match option_env!("VEBALLOC_SLOT_BACKOFF_MAX_NS") {
-    Some(v) => parse_u32(v),
-    None => BACKOFF_MAX_NS,
-};
-
-/// Decimal digits to a number, at compile time.
-const fn parse_u32(s: &str) -> u32 {
-    let b = s.as_bytes();
-    let (mut i, mut v) = (0, 0u32);
-    while i < b.len() {
-        assert!(b[i].is_ascii_digit(), "not a decimal number");
-        v = v * 10 + (b[i] - b'0') as u32;
-        i += 1;
-    }
-    v
-}
-
-/// Sleeps `*ns` and doubles it, up to `max`.
-#[cfg_attr(loom, allow(dead_code))] // its callers are not part of the loom build
-#[inline(always)]
-pub(crate) fn backoff_to(ns: &mut u32, max: u32) {
-    arch::nanosleep(*ns);
-    *ns = (*ns * 2).min(max);
-}
-
 /// Sleeps `*ns` and doubles it, up to `BACKOFF_MAX_NS`.
 #[cfg_attr(loom, allow(dead_code))] // its callers are not part of the loom build
 #[inline(always)]

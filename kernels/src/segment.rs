@@ -195,8 +195,7 @@ impl DeviceHeap {
         // AcqRel: of two frees of the run only one clears its head; acquires claim_large's
         // release of the run length.
         if self.seg_table(s).cas_acq_rel(SegFlags::LARGE.bits(), 0).is_err() {
-            // Relaxed: a statistic, read by the host after the kernel ends.
-            self.counter(crate::heap::counter::DOUBLE_FREE).fetch_add_relaxed(1);
+            self.bump(crate::heap::counter::DOUBLE_FREE);
             return;
         }
         // Relaxed: ordered by the acquire CAS above.

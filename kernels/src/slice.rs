@@ -65,22 +65,27 @@ impl DeviceHeap {
         self.take_in_row(c, n)
     }
 
+    /// `take_slices`, marking the slices handed out when the heap runs the checks: what
+    /// every caller that hands slices to threads uses.
+    #[inline(always)]
+    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        let taken = self.take_slices(c, n);
+        if let (Some((base, got)), true) = (taken, self.checking()) {
+            self.mark_handed_out(base, c, got);
+        }
+        taken
+    }
+
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let (c, _) = row_class_kind(row);
         let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
         let mut ns = crate::BACKOFF_MIN_NS;
         for _ in 0..SLICE_RETRIES {
             match slot_take(slot, n) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
-                    if exhausted {
-                        // We took the last slices: install the next block now. If that fails
-                        // for lack of memory, what we took is still good.
-                        let _ = self.install_next(row, slot);
-                    }
-                    return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+                    return Some(self.took(row, slot, gid, start, got, exhausted))
                 }
                 SlotTake::Empty { elected: true } => {
                     if !self.install_next(row, slot) {
@@ -89,9 +94,7 @@ impl DeviceHeap {
                         return self.steal(row, n);
                     }
                 }
-                SlotTake::Full | SlotTake::Empty { elected: false } => {
-                    crate::backoff_to(&mut ns, crate::SLOT_BACKOFF_MAX_NS)
-                }
+                SlotTake::Full | SlotTake::Empty { elected: false } => crate::backoff(&mut ns),
             }
         }
         self.steal(row, n)
@@ -101,7 +104,6 @@ impl DeviceHeap {
     /// had: without this, slices left in other shards' blocks would be out of reach).
     #[inline(never)]
     fn steal(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let (c, _) = row_class_kind(row);
         for shard in 0..self.layout().shards {
             let slot = self.current(row, shard);
             // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
@@ -110,10 +112,7 @@ impl DeviceHeap {
             }
             match slot_take(slot, n) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
-                    if exhausted {
-                        let _ = self.install_next(row, slot);
-                    }
-                    return Some((self.block_addr(c, gid) + start as u64 * slice_bytes(c), got));
+                    return Some(self.took(row, slot, gid, start, got, exhausted))
                 }
                 // Elected on a slot that emptied meanwhile: there is no block to install
                 // (the heap is out of them), so leave it empty for the next taker to try.
@@ -122,6 +121,18 @@ impl DeviceHeap {
             }
         }
         None
+    }
+
+    /// After a fresh take of `got` slices from `start` of block `gid` in `slot`: installs the
+    /// next block if this take exhausted it (if that fails for lack of memory, what we took is
+    /// still good); returns the first slice's address and `got`.
+    #[inline(always)]
+    fn took(&self, row: usize, slot: &Atom64, gid: u64, start: u32, got: u32, exhausted: bool) -> (u64, u32) {
+        if exhausted {
+            let _ = self.install_next(row, slot);
+        }
+        let c = row_class_kind(row).0;
+        (self.block_addr(c, gid) + start as u64 * slice_bytes(c), got)
     }
 
     /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an

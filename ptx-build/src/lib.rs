@@ -105,7 +105,6 @@ impl Ptx {
             }
         }
         println!("cargo:rerun-if-changed={}", linker_script().display());
-        println!("cargo:rerun-if-env-changed=VEBALLOC_SLOT_BACKOFF_MAX_NS");
         let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
         let sysroot = String::from_utf8(
             Command::new(&rustc)
