@@ -6,7 +6,7 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    split_gid, KIND_PACKED, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    split_gid, KIND_FREE, KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
@@ -507,11 +507,11 @@ impl DeviceHeap {
             Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
                 let local = (in_seg / block_bytes(c)) as u32;
                 // Only a block-aligned pointer in a segment that handed out whole blocks can be
-                // one. Relaxed: as in `locate`.
-                if has_whole
-                    && in_seg % block_bytes(c) == 0
-                    && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE
-                {
+                // one (or its second free, which finds the block parked). Relaxed: as in
+                // `locate`; a second free happens-after the first, so it reads its kind or a
+                // later one.
+                let kind = || self.block_meta(seg, local).kind.load_relaxed();
+                if has_whole && in_seg % block_bytes(c) == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
                     self.free_block(seg, local, c);
                 } else if in_seg % slice_bytes(c) != 0 {
                     self.bump(counter::INVALID_FREE);
@@ -524,12 +524,13 @@ impl DeviceHeap {
         }
     }
 
-    /// Frees a whole block. Of two frees of it, only one gets past the kind swap.
+    /// Frees a whole block. Of two frees of it, only one gets past the kind swap; the other
+    /// (racing, or later: the block is parked) is counted.
     #[inline(never)]
     fn free_block(&self, seg: u32, local: u32, c: usize) {
         // AcqRel: decides between racing frees; the release insert in release_block
         // publishes the new kind to the block's next owner.
-        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_SLICES).is_err() {
+        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
             self.bump(counter::DOUBLE_FREE);
             return;
         }
@@ -547,10 +548,14 @@ impl DeviceHeap {
         let owned_lanes = arch::ballot_sync(peers, owned);
         if arch::lane_id() == peers.trailing_zeros() {
             // One check per group, and only in segments that hand out whole blocks: interior
-            // pointers of a whole block are not slices. Relaxed: as in `locate`.
-            if has_whole && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
-                self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64);
-                return;
+            // pointers of a whole block are not slices, and slices of a parked block are not
+            // handed out (a double free). Relaxed: as in `locate`.
+            if has_whole {
+                match self.block_meta(seg, local).kind.load_relaxed() {
+                    KIND_WHOLE => return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64),
+                    KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
+                    _ => {}
+                }
             }
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
@@ -570,8 +575,8 @@ impl DeviceHeap {
                 // Acquire: pairs with the release that published the kind.
                 match self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() {
                     KIND_WHOLE => block_bytes(c),
-                    // A packed object's size is not recorded.
-                    KIND_PACKED => 0,
+                    // A packed object's size is not recorded; a parked block hands out nothing.
+                    KIND_PACKED | KIND_FREE => 0,
                     _ => slice_bytes(c),
                 }
             }
