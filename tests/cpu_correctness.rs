@@ -59,3 +59,32 @@ fn free_into_a_parked_block_without_checks_is_counted() {
     assert_eq!(stats(h).bytes_in_use, h.usable_size(keep));
     h.free(keep);
 }
+
+/// The stamp kernel that names an allocator build's checks, in veballoc's PTX and swapped.
+fn stamps() -> (&'static str, &'static str) {
+    use veballoc::kernels::{STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS};
+    if veballoc::PTX_HAS_CHECKS {
+        (STAMP_WITH_CHECKS, STAMP_WITHOUT_CHECKS)
+    } else {
+        (STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS)
+    }
+}
+
+/// Issue 10.6: every PTX build of the allocator says whether it keeps the checks' bitmap, and
+/// a module built the other way than veballoc's PTX is refused with a clear error.
+#[test]
+fn modules_built_with_other_checks_are_refused() {
+    let (ours, other) = stamps();
+    assert_eq!(
+        veballoc::ptx_checks(veballoc::PTX),
+        Some(veballoc::PTX_HAS_CHECKS),
+        "veballoc's PTX is stamped"
+    );
+    assert!(veballoc::check_layout_stamp(veballoc::PTX, veballoc::PTX_HAS_CHECKS).is_ok());
+    let swapped = veballoc::PTX.replace(ours, other);
+    let err = veballoc::check_layout_stamp(&swapped, veballoc::PTX_HAS_CHECKS).unwrap_err();
+    assert!(matches!(err, veballoc::Error::ChecksMismatch { .. }), "{err}");
+    assert!(err.to_string().contains("safety checks"), "{err}");
+    // A module without the allocator has no stamp and is accepted.
+    assert_eq!(veballoc::ptx_checks(".version 7.0\n.target sm_80\n"), None);
+}

@@ -113,3 +113,26 @@ fn gpu_malloc_block_with_mixed_sizes_hands_out_disjoint_memory() {
     mixed_sizes_round(&gpu, &heap, "vb_malloc_cta_sizes", &same);
     heap.destroy().unwrap();
 }
+
+/// Issue 10.6: `load_module` refuses a module whose allocator keeps other metadata than
+/// veballoc's PTX (here veballoc's own PTX with the other build's stamp); it used to load it,
+/// and a heap used by both modules was corrupted.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_module_with_other_checks_is_refused() {
+    use veballoc::kernels::{STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS};
+    let gpu = gpu();
+    let (ours, other) = if gpu.checks() {
+        (STAMP_WITH_CHECKS, STAMP_WITHOUT_CHECKS)
+    } else {
+        (STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS)
+    };
+    let ptx = std::fs::read_to_string(std::env::var(veballoc::PTX_FILE_ENV).unwrap_or_default())
+        .unwrap_or_else(|_| veballoc::PTX.to_string());
+    assert!(gpu.load_module(&ptx, veballoc::DEFAULT_MAX_REGISTERS).is_ok());
+    match gpu.load_module(&ptx.replace(ours, other), veballoc::DEFAULT_MAX_REGISTERS) {
+        Err(veballoc::Error::ChecksMismatch { .. }) => {}
+        Err(e) => panic!("refused for the wrong reason: {e}"),
+        Ok(_) => panic!("a module built with other checks was loaded"),
+    }
+}

@@ -34,6 +34,9 @@ pub enum Error {
     NotReleasable,
     /// A driver call (of the virtual memory API) failed with CUDA error `code`.
     Driver { call: &'static str, code: i32 },
+    /// A module's allocator was built with (`module_checks`) or without the safety checks,
+    /// unlike veballoc's PTX, whose heaps it would share: the two keep different metadata.
+    ChecksMismatch { module_checks: bool, heap_checks: bool },
 }
 
 impl fmt::Display for Error {
@@ -64,6 +67,18 @@ impl fmt::Display for Error {
                 write!(f, "this heap's memory cannot be returned to the driver: create it with Heap::releasable")
             }
             Error::Driver { call, code } => write!(f, "{call} failed: CUDA error {code}"),
+            Error::ChecksMismatch { module_checks, heap_checks } => {
+                let with = |c: bool| if c { "with" } else { "without" };
+                write!(
+                    f,
+                    "this module's allocator was built {} the safety checks, veballoc's PTX (whose heaps it \
+                     would use) {}: they keep different metadata. Build both the same way (the \
+                     `checks` feature of veballoc and veballoc-kernels; veballoc-ptx-build's \
+                     checks_like_veballoc does this), or point VEBALLOC_PTX_FILE at a matching build",
+                    with(*module_checks),
+                    with(*heap_checks)
+                )
+            }
             Error::NotInHeap { ptr, bytes } => {
                 write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")
             }

@@ -116,8 +116,11 @@ impl Gpu {
 
     /// Loads a user's PTX module (for example a kernel crate that calls
     /// `veballoc_kernels::DeviceHeap::malloc`), with the same register cap policy as
-    /// veballoc's own module when `max_registers > 0`.
+    /// veballoc's own module when `max_registers > 0`. Refuses a module whose allocator was
+    /// built with the safety checks when veballoc's PTX was not, or the other way round
+    /// ([`Error::ChecksMismatch`]): on one heap they would corrupt each other's metadata.
     pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
+        check_layout_stamp(ptx, self.checks())?;
         let opts =
             if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
         Module::from_ptx(ptx, &opts).map_err(Error::PtxLoad)
@@ -190,5 +193,28 @@ impl Gpu {
     /// Waits for all work on the stream; reports errors of kernels that ran on it.
     pub fn sync(&self) -> Result<()> {
         self.inner.stream.synchronize().during("cuStreamSynchronize (a kernel failed)")
+    }
+}
+
+/// Whether the allocator in `ptx` was built with the safety checks, from its layout stamp
+/// (`None` for a module without veballoc's allocator).
+pub fn ptx_checks(ptx: &str) -> Option<bool> {
+    let has = |name: &str| ptx.contains(&format!(".entry {name}("));
+    if has(veballoc_kernels::STAMP_WITH_CHECKS) {
+        Some(true)
+    } else if has(veballoc_kernels::STAMP_WITHOUT_CHECKS) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Refuses `ptx` if its allocator's checks differ from `heap_checks` (see `Gpu::load_module`).
+pub fn check_layout_stamp(ptx: &str, heap_checks: bool) -> Result<()> {
+    match ptx_checks(ptx) {
+        Some(module_checks) if module_checks != heap_checks => {
+            Err(Error::ChecksMismatch { module_checks, heap_checks })
+        }
+        _ => Ok(()),
     }
 }
