@@ -88,3 +88,63 @@ fn modules_built_with_other_checks_are_refused() {
     // A module without the allocator has no stamp and is accepted.
     assert_eq!(veballoc::ptx_checks(".version 7.0\n.target sm_80\n"), None);
 }
+
+/// Issue 9.1: four shards each allocate and free one 4 KiB slice. Each one's current block is
+/// a whole segment (4096 slices of 4 KiB), so the four segments stay pinned with 0 live bytes;
+/// `malloc(16)` used to get null until the host called `trim`.
+#[test]
+fn current_blocks_of_other_shards_do_not_pin_the_heap() {
+    use veballoc::kernels::arch::set_host_thread_index;
+    let cpu = CpuHeap::with_checks(4, 4, false);
+    let h = cpu.heap();
+    for shard in 0..4 {
+        set_host_thread_index(shard);
+        let p = h.malloc(4096);
+        assert!(!p.is_null());
+        h.free(p);
+    }
+    set_host_thread_index(0);
+    let q = h.malloc(16);
+    assert!(!q.is_null(), "null with 0 live bytes: the heap was not full");
+    h.free(q);
+    assert_eq!(stats(h).bytes_in_use, 0);
+}
+
+/// Issue 9.1: after any sequence of requests of every kind and size has been freed, with no
+/// host `trim`, the whole heap is one free run again: a request for all of it succeeds.
+/// Current blocks of every class on every shard, packed blocks, and segments formatted for
+/// other classes must all be taken back first.
+#[test]
+fn with_nothing_live_a_request_for_the_whole_heap_succeeds() {
+    use veballoc::kernels::arch::set_host_thread_index;
+    use veballoc::kernels::SEGMENT_BYTES;
+    const SEGMENTS: u32 = 12;
+    let cpu = CpuHeap::with_checks(SEGMENTS, 4, false);
+    let h = cpu.heap();
+    let sizes = [16u64, 24, 100, 1000, 3000, 4096, 4097, 10_000, 70_000, 1 << 20, 5 << 20, 20 << 20];
+    for round in 0..3u64 {
+        let mut live = Vec::new();
+        for (i, &s) in sizes.iter().enumerate() {
+            set_host_thread_index((i as u64 + round) % 4);
+            for _ in 0..3 {
+                let p = h.malloc(s);
+                if !p.is_null() {
+                    live.push(p);
+                }
+            }
+            live.extend(cpu.warp_malloc_packed(&[16, 48, 200, 900]).into_iter().filter(|p| !p.is_null()));
+        }
+        assert!(live.len() > 30, "round {round}: only {} allocations", live.len());
+        for p in live {
+            h.free(p);
+        }
+        set_host_thread_index(round % 4);
+        let all = h.malloc(SEGMENTS as u64 * SEGMENT_BYTES);
+        assert!(!all.is_null(), "round {round}: 0 live bytes, yet the whole heap could not be had");
+        h.free(all);
+    }
+    // (Nulls during the rounds are real: with live slices of every class, each in a segment of
+    // its own, no two segments in a row are free for a 20 MiB run.)
+    let s = stats(h);
+    assert_eq!((s.bytes_in_use, s.free_segments), (0, SEGMENTS as u64), "{s:?}");
+}

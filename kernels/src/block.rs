@@ -81,9 +81,6 @@ pub const fn block_class(size: u64) -> usize {
     }
 }
 
-/// Rounds a block claimer waits for another thread's format of the class before it
-/// reports out-of-memory (with exponential backoff: about 4 ms in all).
-pub const BLOCK_CLAIM_ROUNDS: u32 = 2048;
 /// Threads that may format segments for one class at the same time, at most: more
 /// formatters clear a burst of claimers sooner, but each adds up to a segment of blocks
 /// nobody asked for yet (see `formatters`).
@@ -295,7 +292,8 @@ impl crate::heap::DeviceHeap {
 
     /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
     /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
-    /// means out of memory (or, after `BLOCK_CLAIM_ROUNDS` waits, a format that never ended).
+    /// means that the class's tree and the segment tree were both seen empty (or, after
+    /// `FORMAT_WAIT_NS`, that another thread's format never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
         // At most `formatters(c)` threads format segments for a class at once, so that a
@@ -305,10 +303,10 @@ impl crate::heap::DeviceHeap {
         let bps = blocks_per_segment(c);
         let locked = bps > 1;
         let (lock, waiters) = self.format_lock(c);
-        let mut ns = crate::BACKOFF_MIN_NS;
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         let mut waiting = false;
-        let mut got = None;
-        for _ in 0..BLOCK_CLAIM_ROUNDS {
+        let mut got;
+        loop {
             got = self.claim_from_tree(c);
             if got.is_some() {
                 break;
@@ -349,7 +347,9 @@ impl crate::heap::DeviceHeap {
                 // Relaxed: a sizing hint for the lock holder.
                 waiters.fetch_add_relaxed(1);
             }
-            crate::backoff(&mut ns);
+            if !wait.sleep() {
+                break;
+            }
         }
         if waiting {
             // Relaxed: as above.

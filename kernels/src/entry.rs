@@ -48,7 +48,7 @@ pub unsafe extern "ptx-kernel" fn veballoc_trim_segments(heap: DeviceHeap) {
 pub unsafe extern "ptx-kernel" fn veballoc_host_claim(heap: DeviceHeap, k: u64, out: *mut u64) {
     if arch::global_thread_x() == 0 {
         // SAFETY: the host passes one word.
-        unsafe { *out = heap.claim_host(k).map_or(u64::MAX, |s| s as u64) };
+        unsafe { *out = heap.claim_host_reclaiming(k).map_or(u64::MAX, |s| s as u64) };
     }
 }
 

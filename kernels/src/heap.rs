@@ -86,6 +86,8 @@ pub struct HeapLayout {
     pub current_off: u64,
     pub format_lock_off: u64,
     pub counters_off: u64,
+    /// The reclaim-sweep word (see `DeviceHeap::reclaim_before_null`).
+    pub sweep_off: u64,
     /// The hand-out bitmap (`check.rs`); 0 when `checks == 0`.
     pub bits_off: u64,
     /// Total metadata bytes.
@@ -125,6 +127,8 @@ impl HeapLayout {
         off += align8(2 * NUM_CLASSES as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
+        let sweep_off = off;
+        off += 8;
         let bits_off = if checks { off } else { 0 };
         if checks {
             off += n * crate::check::BIT_WORDS_PER_SEGMENT * 8;
@@ -145,6 +149,7 @@ impl HeapLayout {
             current_off,
             format_lock_off,
             counters_off,
+            sweep_off,
             bits_off,
             meta_bytes: off,
         }
@@ -238,6 +243,59 @@ impl DeviceHeap {
         unsafe { &crate::atomic::words(self.meta + self.layout().counters_off, counter::COUNT)[i] }
     }
 
+    /// Completed reclaim sweeps times two, plus one while a sweep runs.
+    #[inline(always)]
+    fn sweep_word(&self) -> &Atom64 {
+        // SAFETY: the layout reserved one word at sweep_off.
+        unsafe { &crate::atomic::words(self.meta + self.layout().sweep_off, 1)[0] }
+    }
+
+    /// Called by a request that found no memory, before it returns null: waits until a
+    /// reclaim sweep has run from start to end after this call began, running it itself if
+    /// none is under way. A sweep is `trim`: every current slot of every class and shard is
+    /// retired (what its block did not hand out goes back, so blocks with no live slice return
+    /// to their trees), and every formatted segment with no block out goes back to the segment
+    /// tree. Failing requests share sweeps. False if no sweep completed within
+    /// `SWEEP_WAIT_NS` (the request returns null then too).
+    #[inline(never)]
+    pub(crate) fn reclaim_before_null(&self) -> bool {
+        let word = self.sweep_word();
+        // Acquire: pairs with the sweeper's release below.
+        let start = word.load_acquire();
+        // A sweep under way when we came may have passed our memory already: wait for the
+        // next one's end.
+        let done = start + if start % 2 == 0 { 2 } else { 3 };
+        let mut wait = crate::Wait::new(crate::SWEEP_WAIT_NS);
+        loop {
+            // Acquire: a completed sweep's gives-back happen-before our retry.
+            let v = word.load_acquire();
+            if v >= done {
+                return true;
+            }
+            // AcqRel: one sweeper at a time; acquires the previous sweep's end.
+            if v % 2 == 0 && word.cas_acq_rel(v, v + 1).is_ok() {
+                self.trim();
+                // Release: publishes the sweep's gives-back to the waiters (only the sweeper
+                // writes the word while it is odd).
+                word.store_release(v + 2);
+            } else if !wait.sleep() {
+                return false;
+            }
+        }
+    }
+
+    /// `claim_host` (a run of `k` segments for the host pool), after a reclaim sweep if the
+    /// segment tree has no such run.
+    pub fn claim_host_reclaiming(&self, k: u64) -> Option<u32> {
+        self.retry_after_reclaim(|| self.claim_host(k))
+    }
+
+    /// `take()`, and if it found no memory, again after a reclaim sweep.
+    #[inline(always)]
+    fn retry_after_reclaim<T>(&self, take: impl Fn() -> Option<T>) -> Option<T> {
+        take().or_else(|| if self.reclaim_before_null() { take() } else { None })
+    }
+
     #[inline(always)]
     pub(crate) fn bump(&self, i: usize) {
         self.bump_by(i, 1);
@@ -286,7 +344,7 @@ impl DeviceHeap {
         let rank = (peers & arch::lanemask_lt()).count_ones();
         let (mut base, mut got) = (0u64, 0u32);
         if arch::lane_id() == leader {
-            match self.take_marked(c, peers.count_ones()) {
+            match self.retry_after_reclaim(|| self.take_marked(c, peers.count_ones())) {
                 Some((b, g)) => (base, got) = (b, g),
                 // Every lane of the group gets null: count requests, not groups.
                 None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
@@ -434,7 +492,7 @@ impl DeviceHeap {
             let leader = active.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
-                match self.take_in_row(packed_row(band), total) {
+                match self.retry_after_reclaim(|| self.take_in_row(packed_row(band), total)) {
                     Some((b, g)) => (base, got) = (b, g),
                     // Every active lane gets null: count requests, not warps.
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
@@ -487,7 +545,7 @@ impl DeviceHeap {
     /// A whole block of class `c`.
     #[inline(never)]
     fn malloc_whole(&self, c: usize) -> *mut u8 {
-        let Some(gid) = self.claim_block(c) else {
+        let Some(gid) = self.retry_after_reclaim(|| self.claim_block(c)) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
@@ -508,7 +566,7 @@ impl DeviceHeap {
     #[inline(never)]
     fn malloc_large(&self, size: u64) -> *mut u8 {
         let k = Self::segments_for(size);
-        match self.claim_large(k) {
+        match self.retry_after_reclaim(|| self.claim_large(k)) {
             Some(s) => self.segment_addr(s) as usize as *mut u8,
             None => {
                 self.bump(counter::OUT_OF_MEMORY);

@@ -48,12 +48,47 @@ pub const BACKOFF_MIN_NS: u32 = 32;
 /// Longest single sleep: the backoff doubles up to this.
 pub const BACKOFF_MAX_NS: u32 = 2048;
 
-/// Sleeps `*ns` and doubles it, up to `BACKOFF_MAX_NS`.
-#[cfg_attr(loom, allow(dead_code))] // its callers are not part of the loom build
-#[inline(always)]
-pub(crate) fn backoff(ns: &mut u32) {
-    arch::nanosleep(*ns);
-    *ns = (*ns * 2).min(BACKOFF_MAX_NS);
+/// Longest a thread waits for another's format of a class (`claim_block`). Formatting is a
+/// few microseconds of work: this bound is only reached if the formatter is not scheduled.
+pub const FORMAT_WAIT_NS: u64 = 20_000_000;
+/// Longest a thread waits for a slot's installer, which may wait `FORMAT_WAIT_NS` itself:
+/// more than twice that, since PTX `nanosleep` may sleep up to twice the time asked.
+pub const INSTALL_WAIT_NS: u64 = 2 * FORMAT_WAIT_NS + 10_000_000;
+/// Longest a failing request waits for reclaim sweeps (`DeviceHeap::reclaim_before_null`).
+pub const SWEEP_WAIT_NS: u64 = 100_000_000;
+/// Sleeps a wait may take whatever the clock says: a bound that holds even if the global timer
+/// stood still (`nanosleep` may also return at once), so no wait can hang.
+pub const MAX_WAIT_ROUNDS: u32 = 1 << 20;
+
+/// A bounded wait for another thread's progress: exponential backoff until a deadline on the
+/// GPU's global timer (or `MAX_WAIT_ROUNDS` sleeps).
+#[cfg_attr(loom, allow(dead_code))] // its users are not part of the loom build
+pub(crate) struct Wait {
+    ns: u32,
+    deadline: u64,
+    rounds: u32,
+}
+
+#[cfg_attr(loom, allow(dead_code))]
+impl Wait {
+    /// A wait of at most `budget_ns` from now.
+    #[inline(always)]
+    pub(crate) fn new(budget_ns: u64) -> Self {
+        Self { ns: BACKOFF_MIN_NS, deadline: arch::globaltimer().saturating_add(budget_ns), rounds: 0 }
+    }
+
+    /// Sleeps once (`ns`, doubling up to `BACKOFF_MAX_NS`); false, without sleeping, once the
+    /// budget is spent.
+    #[inline(always)]
+    pub(crate) fn sleep(&mut self) -> bool {
+        if self.rounds >= MAX_WAIT_ROUNDS || arch::globaltimer() > self.deadline {
+            return false;
+        }
+        self.rounds += 1;
+        arch::nanosleep(self.ns);
+        self.ns = (self.ns * 2).min(BACKOFF_MAX_NS);
+        true
+    }
 }
 
 #[cfg(not(loom))]

@@ -15,11 +15,6 @@ use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
 use crate::SLICES_PER_BLOCK;
 
-/// Rounds of "add on the current slot" before a request reports out-of-memory. A round is
-/// lost only while another warp installs a block; with the backoff this bounds the wait at a
-/// few milliseconds.
-pub const SLICE_RETRIES: u32 = 1024;
-
 /// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
 /// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
 /// asks for, so that a block serves many warps whatever their sizes.
@@ -81,8 +76,10 @@ impl DeviceHeap {
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
         let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
-        let mut ns = crate::BACKOFF_MIN_NS;
-        for _ in 0..SLICE_RETRIES {
+        // A round is lost only while another warp installs a block, which takes at most
+        // FORMAT_WAIT_NS (and usually microseconds).
+        let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
+        loop {
             match slot_take(slot, n) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
                     return Some(self.took(row, slot, gid, start, got, exhausted))
@@ -94,7 +91,11 @@ impl DeviceHeap {
                         return self.steal(row, n);
                     }
                 }
-                SlotTake::Full | SlotTake::Empty { elected: false } => crate::backoff(&mut ns),
+                SlotTake::Full | SlotTake::Empty { elected: false } => {
+                    if !wait.sleep() {
+                        break;
+                    }
+                }
             }
         }
         self.steal(row, n)
@@ -203,7 +204,11 @@ impl DeviceHeap {
     pub fn trim(&self) {
         for row in 0..SLOT_ROWS {
             for sh in 0..self.layout().shards {
-                self.trim_slot(row, sh);
+                let slot = self.current(row, sh);
+                // Relaxed: a hint that skips empty slots (most of them); the swap decides.
+                if slot.load_relaxed() != 0 {
+                    self.retire_slot(row, slot);
+                }
             }
         }
         for seg in 0..self.layout().num_segments {
