@@ -264,7 +264,7 @@ impl DeviceHeap {
         let start = word.load_acquire();
         // A sweep under way when we came may have passed our memory already: wait for the
         // next one's end.
-        let done = start + if start % 2 == 0 { 2 } else { 3 };
+        let done = start + if start.is_multiple_of(2) { 2 } else { 3 };
         let mut wait = crate::Wait::new(crate::SWEEP_WAIT_NS);
         loop {
             // Acquire: a completed sweep's gives-back happen-before our retry.
@@ -273,7 +273,7 @@ impl DeviceHeap {
                 return true;
             }
             // AcqRel: one sweeper at a time; acquires the previous sweep's end.
-            if v % 2 == 0 && word.cas_acq_rel(v, v + 1).is_ok() {
+            if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
                 self.trim();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
