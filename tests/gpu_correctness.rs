@@ -136,3 +136,65 @@ fn gpu_module_with_other_checks_is_refused() {
         Ok(_) => panic!("a module built with other checks was loaded"),
     }
 }
+
+/// `vb_malloc` of `size` bytes on `n` threads; returns the pointers.
+fn malloc_n(gpu: &Gpu, heap: &Heap, n: u64, size: u64) -> Vec<u64> {
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let (arg, p, none) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 0u64);
+    // SAFETY: argument list matches vb_malloc in kernels/src/entry.rs.
+    unsafe { gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, size, none]).unwrap() };
+    gpu.sync().unwrap();
+    host(&ptrs)
+}
+
+/// `vb_free` of `ptrs`.
+fn free_all(gpu: &Gpu, heap: &Heap, ptrs: &[u64]) {
+    let buf = DeviceBuffer::from_slice(ptrs).unwrap();
+    let (arg, p, n) = (heap.arg(), buf.as_device_ptr().as_raw(), ptrs.len() as u64);
+    // SAFETY: argument list matches vb_free in kernels/src/entry.rs.
+    unsafe { gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n]).unwrap() };
+    gpu.sync().unwrap();
+}
+
+/// Issue 9.1 / 10.2: requests that exactly fill the heap all succeed, whatever the
+/// multiprocessors' current blocks hold (slices left in other shards' blocks are taken, and
+/// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (every block a whole
+/// segment), and 2^20 x 16 B in one segment.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
+    let gpu = gpu();
+    for (size, n) in [(4096u64, 1u64 << 20), (16, 1 << 20)] {
+        let heap = Heap::new(&gpu, size * n).unwrap();
+        assert_eq!(heap.capacity(), size * n);
+        let ptrs = malloc_n(&gpu, &heap, n, size);
+        let nulls = ptrs.iter().filter(|&&p| p == 0).count();
+        assert_eq!(nulls, 0, "{n} x {size} B in a heap of exactly that size: {nulls} nulls");
+        let mut sorted = ptrs.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), ptrs.len(), "a slice was handed out twice");
+        free_all(&gpu, &heap, &ptrs);
+        heap.destroy().unwrap();
+    }
+}
+
+/// Issue 9.1: a kernel in which every thread allocates and frees 4 KiB leaves each
+/// multiprocessor's current block (a whole 16 MiB segment for 4 KiB slices) pinned with
+/// nothing live. With no host trim, a request for the whole heap must still succeed: it
+/// used to get null until the host called `trim`.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_current_blocks_do_not_pin_the_heap() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, 256 << 20).unwrap();
+    let n = 64 * 1024;
+    let ptrs = malloc_n(&gpu, &heap, n, 4096);
+    assert!(ptrs.iter().all(|&p| p != 0));
+    free_all(&gpu, &heap, &ptrs);
+    let all = malloc_n(&gpu, &heap, 1, heap.capacity());
+    assert_ne!(all[0], 0, "0 live bytes, yet the whole heap could not be had");
+    free_all(&gpu, &heap, &all);
+    let s = heap.stats().unwrap();
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+}
