@@ -205,6 +205,7 @@ impl Gpu {
     }
 
     /// Copies `src` to `dst` on veballoc's stream, after the work queued on it, and waits.
+    /// The lengths must match (it panics otherwise, as `cust`'s copies do).
     pub fn copy_in<T: DeviceCopy>(&self, dst: &mut DeviceSlice<T>, src: &[T]) -> Result<()> {
         let _on = self.bind()?;
         // SAFETY: both sides stay borrowed until the stream sync below has completed the copy.
@@ -213,6 +214,7 @@ impl Gpu {
     }
 
     /// Copies `src` to `dst` on veballoc's stream, after the work queued on it, and waits.
+    /// The lengths must match (it panics otherwise, as `cust`'s copies do).
     pub fn copy_out<T: DeviceCopy>(&self, src: &DeviceSlice<T>, dst: &mut [T]) -> Result<()> {
         let _on = self.bind()?;
         copy_out_on(&self.inner.stream, src, dst)

@@ -67,10 +67,9 @@ fn layout_for(bytes: u64, shards: u32, checks: bool) -> Result<HeapLayout> {
         return Err(Error::InvalidShards(shards));
     }
     let maximum = HeapLayout::MAX_SEGMENTS as u64 * SEGMENT_BYTES;
-    let unsupported = Error::HeapSizeUnsupported { requested: bytes, maximum };
-    let segments = HeapLayout::checked_segments_for_bytes(bytes).ok_or(unsupported)?;
-    HeapLayout::try_new(segments, shards, checks)
-        .ok_or(Error::HeapSizeUnsupported { requested: bytes, maximum })
+    let unsupported = || Error::HeapSizeUnsupported { requested: bytes, maximum };
+    let segments = HeapLayout::checked_segments_for_bytes(bytes).ok_or_else(unsupported)?;
+    HeapLayout::try_new(segments, shards, checks).ok_or_else(unsupported)
 }
 
 /// Free segments `trim_memory(keep_bytes)` keeps mapped, at most all of them.
@@ -636,6 +635,16 @@ mod tests {
         assert_eq!(l.num_segments, HeapLayout::MAX_SEGMENTS);
         let l = layout_for((1 << 30) + 5, 0, false).unwrap();
         assert_eq!((l.num_segments, l.shards), (64, 1));
+    }
+
+    /// Issue 10 item 13: heaps, lazy heaps and GPUs may be shared between threads (each
+    /// call binds the context); a context guard may not leave its thread.
+    #[test]
+    fn heaps_are_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Heap>();
+        shareable::<LazyHeap>();
+        shareable::<Gpu>();
     }
 
     /// Issue 10 item 8: `trim_memory(u64::MAX)` keeps every free segment (it used to keep
