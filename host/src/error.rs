@@ -39,6 +39,9 @@ pub enum Error {
     HeapSizeUnsupported { requested: u64, maximum: u64 },
     /// The current-block slots per size class must be a power of two.
     InvalidShards(u32),
+    /// A module's allocator was built with (`module_checks`) or without the safety checks,
+    /// unlike veballoc's PTX, whose heaps it would share: the two keep different metadata.
+    ChecksMismatch { module_checks: bool, heap_checks: bool },
 }
 
 impl fmt::Display for Error {
@@ -75,6 +78,18 @@ impl fmt::Display for Error {
                 maximum >> 40
             ),
             Error::InvalidShards(n) => write!(f, "{n} shards: the shard count must be a power of two"),
+            Error::ChecksMismatch { module_checks, heap_checks } => {
+                let with = |c: bool| if c { "with" } else { "without" };
+                write!(
+                    f,
+                    "this module's allocator was built {} the safety checks, veballoc's PTX (whose heaps it \
+                     would use) {}: they keep different metadata. Build both the same way (the \
+                     `checks` feature of veballoc and veballoc-kernels; veballoc-ptx-build's \
+                     checks_like_veballoc does this), or point VEBALLOC_PTX_FILE at a matching build",
+                    with(*module_checks),
+                    with(*heap_checks)
+                )
+            }
             Error::NotInHeap { ptr, bytes } => {
                 write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")
             }

@@ -228,8 +228,11 @@ impl Gpu {
 
     /// Loads a user's PTX module (for example a kernel crate that calls
     /// `veballoc_kernels::DeviceHeap::malloc`), with the same register cap policy as
-    /// veballoc's own module when `max_registers > 0`.
+    /// veballoc's own module when `max_registers > 0`. Refuses a module whose allocator was
+    /// built with the safety checks when veballoc's PTX was not, or the other way round
+    /// ([`Error::ChecksMismatch`]): on one heap they would corrupt each other's metadata.
     pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
+        check_layout_stamp(ptx, self.checks())?;
         let _on = self.bind()?;
         let opts =
             if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
@@ -330,4 +333,27 @@ fn copy_out_on<T: DeviceCopy>(stream: &Stream, src: &DeviceSlice<T>, dst: &mut [
     // SAFETY: `dst` stays borrowed until the sync below has completed the copy.
     unsafe { src.async_copy_to(dst, stream) }.during("cuMemcpyDtoHAsync")?;
     stream.synchronize().during("cuStreamSynchronize (copy to the host)")
+}
+
+/// Whether the allocator in `ptx` was built with the safety checks, from its layout stamp
+/// (`None` for a module without veballoc's allocator).
+pub fn ptx_checks(ptx: &str) -> Option<bool> {
+    let has = |name: &str| ptx.contains(&format!(".entry {name}("));
+    if has(veballoc_kernels::STAMP_WITH_CHECKS) {
+        Some(true)
+    } else if has(veballoc_kernels::STAMP_WITHOUT_CHECKS) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Refuses `ptx` if its allocator's checks differ from `heap_checks` (see `Gpu::load_module`).
+pub fn check_layout_stamp(ptx: &str, heap_checks: bool) -> Result<()> {
+    match ptx_checks(ptx) {
+        Some(module_checks) if module_checks != heap_checks => {
+            Err(Error::ChecksMismatch { module_checks, heap_checks })
+        }
+        _ => Ok(()),
+    }
 }

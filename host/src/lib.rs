@@ -36,7 +36,9 @@ mod pool;
 /// The CUDA driver bindings veballoc uses (device buffers, streams, events).
 pub use cust;
 pub use error::{Error, Result};
-pub use gpu::{Bound, Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS};
+pub use gpu::{
+    check_layout_stamp, ptx_checks, Bound, Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
+};
 pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
 pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};
 pub use veballoc_kernels as kernels;

@@ -107,34 +107,40 @@ pub const fn formatters(c: usize) -> u32 {
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
-/// Block handed out to serve slices.
-pub const KIND_SLICES: u32 = 0;
+/// Block in its tree (parked), or never used: zero, so that a freshly formatted segment's
+/// blocks read as free. A `free` that finds it is a double free (or a foreign pointer), which
+/// is how a second free of a whole block is caught without the checks.
+pub const KIND_FREE: u32 = 0;
 /// Block handed out whole.
 pub const KIND_WHOLE: u32 = 1;
 /// Block serving packed (mixed-size, warp-contiguous) allocations, in units of its slice size.
 pub const KIND_PACKED: u32 = 2;
+/// Block handed out to serve slices.
+pub const KIND_SLICES: u32 = 3;
 
 /// Metadata of one block slot.
 #[repr(C)]
 pub struct BlockMeta {
     /// Slices given back since the block was installed.
     pub freed: Atom32,
-    /// `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
+    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
     pub kind: Atom32,
 }
 
 impl BlockMeta {
     #[cfg(loom)]
     pub fn new_parked() -> Self {
-        Self { freed: Atom32::new(0), kind: Atom32::new(KIND_SLICES) }
+        Self { freed: Atom32::new(0), kind: Atom32::new(KIND_FREE) }
     }
 
-    /// Resets the free count of a block going back to its tree. The caller owns the block;
-    /// the release RMW of the tree insert that follows publishes this.
+    /// Resets a block going back to its tree (free count zero, kind free). The caller owns
+    /// the block; the release RMW of the tree insert that follows publishes this.
     #[inline(always)]
     pub fn park(&self) {
         // Relaxed: published by the caller's release tree insert.
         self.freed.store_relaxed(0);
+        // Relaxed: as above; a later double free reads it (or a later kind) by coherence.
+        self.kind.store_relaxed(KIND_FREE);
     }
 
     /// Prepares a block the caller owns to serve slices of `kind` (`KIND_SLICES` or

@@ -145,14 +145,53 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_warp(heap: DeviceHeap, ptrs: *mut u6
     unsafe { store_per_thread(ptrs, n, |_| heap.malloc_warp(size)) }
 }
 
+/// `ptrs[i] = malloc_warp(size or sizes[i])` for i < n: the safe collective with any sizes.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_warp_sizes(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    // SAFETY: the host passes arrays of n elements.
+    unsafe { store_per_thread(ptrs, n, |i| heap.malloc_warp(size_of_thread(size, sizes, i))) }
+}
+
 /// `ptrs[i] = malloc_block(size)` for i < n. Every thread of each block takes part (the
 /// call holds barriers); threads past n free what they got.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64) {
+    // SAFETY: the host passes an array of n pointers (and no sizes).
+    unsafe { malloc_cta(heap, ptrs, n, size, core::ptr::null()) }
+}
+
+/// `ptrs[i] = malloc_block(size or sizes[i])` for i < n (threads past n ask for `size` and
+/// free what they got).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_cta_sizes(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    // SAFETY: the host passes arrays of n elements.
+    unsafe { malloc_cta(heap, ptrs, n, size, sizes) }
+}
+
+/// Every thread of the grid calls `malloc_block`; those below n keep their pointer.
+///
+/// # Safety
+/// `ptrs` (and `sizes`, unless null) must hold n elements.
+#[inline(always)]
+unsafe fn malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64, sizes: *const u32) {
     let i = arch::global_thread_x();
-    let p = heap.malloc_block(size);
+    // SAFETY: only threads below n read their size.
+    let mine = if i < n { unsafe { size_of_thread(size, sizes, i) } } else { size };
+    let p = heap.malloc_block(mine);
     if i < n {
-        // SAFETY: the host passes an array of n pointers.
+        // SAFETY: the caller passes an array of n pointers.
         unsafe { *ptrs.add(i as usize) = p as u64 };
     } else {
         heap.free(p);

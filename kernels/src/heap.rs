@@ -6,7 +6,7 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    split_gid, KIND_PACKED, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    split_gid, KIND_FREE, KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
@@ -327,11 +327,15 @@ impl DeviceHeap {
         if arch::lane_id() == leader {
             match self.take_marked(c, peers.count_ones()) {
                 Some((b, g)) => (base, got) = (b, g),
-                None => self.bump(counter::OUT_OF_MEMORY),
+                // Every lane of the group gets null: count requests, not groups.
+                None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
             }
         }
         let base = arch::shfl_sync_u64(peers, base, leader);
         let got = arch::shfl_sync_u32(peers, got, leader);
+        // Orders the leader's acquire take before the peers' use of their slices: shuffles
+        // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
+        arch::syncwarp(peers);
         if got == 0 {
             Some(core::ptr::null_mut())
         } else if rank < got {
@@ -341,10 +345,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Collective `malloc` for a warp whose active lanes all ask for the same `size`: no
-    /// grouping step, one atomic for the warp. A heap with checks verifies the promise (and
-    /// falls back to `malloc` if it is broken); without checks, lanes that ask for a larger
-    /// size than their leader get too small a slice.
+    /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
+    /// size, typically): one atomic for the warp, and the lanes' slices are adjacent. Safe for
+    /// any sizes: when the lanes' classes differ it checks that (a shuffle and a vote) and
+    /// serves them as `malloc` does. [`DeviceHeap::malloc_warp_unchecked`] skips the check.
     ///
     /// ```ignore
     /// let buf = heap.malloc_warp(256); // every active lane: 256 bytes, adjacent slices
@@ -355,58 +359,86 @@ impl DeviceHeap {
             return self.malloc(size);
         }
         let c = slice_class(size);
+        let active = arch::activemask();
+        let leaders = arch::shfl_sync_u32(active, c as u32, active.trailing_zeros());
+        if arch::ballot_sync(active, c as u32 == leaders) != active {
+            return self.malloc_slice(c);
+        }
+        // SAFETY: every active lane's class equals the lowest active lane's (checked above).
+        unsafe { self.malloc_warp_unchecked(size) }
+    }
+
+    /// `malloc_warp` without the check that the lanes' classes agree.
+    ///
+    /// # Safety
+    /// Every active lane that asks for 1..=4096 bytes must ask for a size of the same slice
+    /// class as every other such lane (the same size suffices). Otherwise a lane can get a
+    /// slice smaller than it asked for, or one that overlaps another lane's.
+    #[inline]
+    pub unsafe fn malloc_warp_unchecked(&self, size: u64) -> *mut u8 {
+        if size == 0 || size > MAX_SLICE_BYTES {
+            return self.malloc(size);
+        }
+        let c = slice_class(size);
         for _ in 0..WARP_ROUNDS {
-            let active = arch::activemask();
-            if self.checking() && arch::match_any_sync(active, c as u32) != active {
-                return self.malloc_slice(c);
-            }
-            if let Some(p) = self.serve_group(c, active) {
+            if let Some(p) = self.serve_group(c, arch::activemask()) {
                 return p;
             }
         }
         core::ptr::null_mut()
     }
 
-    /// Collective `malloc` for a whole (1-D) thread block whose threads all ask for the same
-    /// `size`: thread 0 takes the block's slices with one atomic (two when a heap block runs
-    /// out midway) and shares them through shared memory. Every thread of the block must
-    /// call it (it holds barriers); thread `t` gets slice `t` of the run, so neighbours'
-    /// buffers are adjacent.
+    /// Collective `malloc` for a whole (1-D) thread block: thread 0 takes slices for every
+    /// thread with one atomic (two when a heap block runs out midway) and shares them through
+    /// shared memory, so that thread `t` gets slice `t` of the run and neighbours' buffers are
+    /// adjacent. Every thread of the block must call it (it holds barriers). Sizes may differ:
+    /// a thread whose request needs a larger slice than thread 0's gives its slice back and
+    /// allocates on its own, so the fast path is for blocks that ask for one size.
     ///
     /// ```ignore
     /// let row = heap.malloc_block(64 * 4); // one 256-byte row per thread of the block
     /// ```
     #[inline]
     pub fn malloc_block(&self, size: u64) -> *mut u8 {
-        if size == 0 || size > MAX_SLICE_BYTES {
-            return self.malloc(size);
-        }
-        let c = slice_class(size);
+        let fits = size != 0 && size <= MAX_SLICE_BYTES;
+        let c = if fits { slice_class(size) } else { NUM_CLASSES };
         let t = arch::thread_idx_x();
-        let mut runs = [0u64; 4];
-        if t == 0 {
+        // Thread 0's runs: [base0, got0, base1, got1 | (class + 1) << 32]; class 0 in the last
+        // word's top half means no run (thread 0's own size is not a slice size).
+        let mut runs = [0u64; CTA_RUNS * 2];
+        if t == 0 && fits {
             let mut need = arch::block_dim_x();
             for k in 0..CTA_RUNS {
                 if need == 0 {
                     break;
                 }
-                let Some((b, g)) = self.take_marked(c, need) else {
-                    self.bump(counter::OUT_OF_MEMORY);
-                    break;
-                };
+                // Out of memory: the threads left over count themselves in malloc_warp.
+                let Some((b, g)) = self.take_marked(c, need) else { break };
                 (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
                 need -= g;
             }
+            runs[2 * CTA_RUNS - 1] |= (c as u64 + 1) << 32;
         }
-        let [b0, g0, b1, g1] = arch::cta_broadcast4(runs, t == 0);
+        let [b0, g0, b1, w3] = arch::cta_broadcast4(runs, t == 0);
+        let (g1, run_class) = (w3 & u32::MAX as u64, (w3 >> 32) as usize);
         let t = t as u64;
-        if t < g0 {
-            (b0 + t * slice_bytes(c)) as usize as *mut u8
+        let mine = if t < g0 {
+            Some(b0 + t * slice_bytes(run_class.saturating_sub(1)))
         } else if t < g0 + g1 {
-            (b1 + (t - g0) * slice_bytes(c)) as usize as *mut u8
+            Some(b1 + (t - g0) * slice_bytes(run_class.saturating_sub(1)))
         } else {
+            None
+        };
+        match mine {
+            // A slice at least as large as asked.
+            Some(p) if fits && c < run_class => p as usize as *mut u8,
+            // Too small for this thread: give it back, then allocate alone.
+            Some(p) => {
+                self.free(p as usize as *mut u8);
+                self.malloc(size)
+            }
             // The runs fell short (contention or out of memory): the rest go per warp.
-            self.malloc_warp(size)
+            None => self.malloc_warp(size),
         }
     }
 
@@ -443,11 +475,15 @@ impl DeviceHeap {
             if arch::lane_id() == leader {
                 match self.take_in_row(packed_row(band), total) {
                     Some((b, g)) => (base, got) = (b, g),
-                    None => self.bump(counter::OUT_OF_MEMORY),
+                    // Every active lane gets null: count requests, not warps.
+                    None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
                 }
             }
             let base = arch::shfl_sync_u64(active, base, leader);
             let got = arch::shfl_sync_u32(active, got, leader);
+            // Orders the leader's acquire take before the lanes' use of their runs (as in
+            // serve_group).
+            arch::syncwarp(active);
             if got == 0 {
                 return core::ptr::null_mut();
             }
@@ -546,11 +582,11 @@ impl DeviceHeap {
             Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
                 let local = (in_seg / block_bytes(c)) as u32;
                 // Only a block-aligned pointer in a segment that handed out whole blocks can be
-                // one. Relaxed: as in `locate`.
-                if has_whole
-                    && in_seg % block_bytes(c) == 0
-                    && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE
-                {
+                // one (or its second free, which finds the block parked). Relaxed: as in
+                // `locate`; a second free happens-after the first, so it reads its kind or a
+                // later one.
+                let kind = || self.block_meta(seg, local).kind.load_relaxed();
+                if has_whole && in_seg % block_bytes(c) == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
                     self.free_block(seg, local, c);
                 } else if in_seg % slice_bytes(c) != 0 {
                     self.bump(counter::INVALID_FREE);
@@ -563,12 +599,13 @@ impl DeviceHeap {
         }
     }
 
-    /// Frees a whole block. Of two frees of it, only one gets past the kind swap.
+    /// Frees a whole block. Of two frees of it, only one gets past the kind swap; the other
+    /// (racing, or later: the block is parked) is counted.
     #[inline(never)]
     fn free_block(&self, seg: u32, local: u32, c: usize) {
         // AcqRel: decides between racing frees; the release insert in release_block
         // publishes the new kind to the block's next owner.
-        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_SLICES).is_err() {
+        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
             self.bump(counter::DOUBLE_FREE);
             return;
         }
@@ -584,12 +621,21 @@ impl DeviceHeap {
         let peers = arch::match_any_sync(arch::activemask(), key);
         let owned = !self.checking() || self.unmark_warp(peers, addr, c);
         let owned_lanes = arch::ballot_sync(peers, owned);
+        // Orders every peer's last access to its slice before the leader's release add below
+        // (and so before the block's recycler): match.any and vote order no memory,
+        // bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync), and the release is
+        // cumulative over what the leader has observed.
+        arch::syncwarp(peers);
         if arch::lane_id() == peers.trailing_zeros() {
             // One check per group, and only in segments that hand out whole blocks: interior
-            // pointers of a whole block are not slices. Relaxed: as in `locate`.
-            if has_whole && self.block_meta(seg, local).kind.load_relaxed() == KIND_WHOLE {
-                self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64);
-                return;
+            // pointers of a whole block are not slices, and slices of a parked block are not
+            // handed out (a double free). Relaxed: as in `locate`.
+            if has_whole {
+                match self.block_meta(seg, local).kind.load_relaxed() {
+                    KIND_WHOLE => return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64),
+                    KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
+                    _ => {}
+                }
             }
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
@@ -609,8 +655,8 @@ impl DeviceHeap {
                 // Acquire: pairs with the release that published the kind.
                 match self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() {
                     KIND_WHOLE => block_bytes(c),
-                    // A packed object's size is not recorded.
-                    KIND_PACKED => 0,
+                    // A packed object's size is not recorded; a parked block hands out nothing.
+                    KIND_PACKED | KIND_FREE => 0,
                     _ => slice_bytes(c),
                 }
             }

@@ -63,6 +63,23 @@ pub use heap::{DeviceHeap, HeapLayout};
 #[cfg(not(loom))]
 pub use validate::{HeapError, Stats};
 
+/// Name of the stamp kernel in the PTX of an allocator built with the checks: its `malloc`
+/// and `free` keep the hand-out bitmap, so it must not share a heap with one built without.
+/// The host refuses to load a module whose stamp differs from veballoc's own PTX's.
+pub const STAMP_WITH_CHECKS: &str = "veballoc_layout_with_checks";
+/// Name of the stamp kernel in the PTX of an allocator built without the checks.
+pub const STAMP_WITHOUT_CHECKS: &str = "veballoc_layout_without_checks";
+
+/// The layout stamp (see [`STAMP_WITH_CHECKS`]); a kernel, so that the PTX link keeps it in
+/// every module that contains the allocator. It does nothing.
+#[cfg(all(target_arch = "nvptx64", any(feature = "checks", debug_assertions)))]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_layout_with_checks() {}
+/// The layout stamp of a build without the checks (see [`STAMP_WITHOUT_CHECKS`]).
+#[cfg(all(target_arch = "nvptx64", not(any(feature = "checks", debug_assertions))))]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_layout_without_checks() {}
+
 /// A panic on the device ends the kernel with a trap, which the host sees as a launch error.
 #[cfg(all(target_arch = "nvptx64", feature = "panic-handler"))]
 #[panic_handler]

@@ -3,8 +3,8 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_PACKED,
-    KIND_WHOLE, NUM_CLASSES,
+    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_FREE,
+    KIND_PACKED, KIND_WHOLE, NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
@@ -71,8 +71,10 @@ pub enum HeapError {
     StrayBlockBit { seg: u32, class: usize },
     /// The out-count of `seg` differs from the blocks missing from its tree.
     OutCount { seg: u32, counted: u32, found: u32 },
-    /// A free block whose counters are not parked.
+    /// A free block whose counters are not parked (free count zero, kind free).
     FreeBlockNotParked { seg: u32, local: u32 },
+    /// A block out of its tree whose kind says parked: handed out, but not as anything.
+    ParkedBlockOutOfTree { seg: u32, local: u32 },
     /// A slice block with more frees than hand-outs.
     OverFreed { seg: u32, local: u32 },
     /// A slice block whose every slice came back but which was not recycled.
@@ -197,17 +199,20 @@ impl DeviceHeap {
             let m = self.block_meta(seg, local);
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let freed = m.freed.load_acquire();
+            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+            let kind = m.kind.load_acquire();
             if self.block_tree(c).contains(gid) {
                 // Parked, or never installed (all zeros).
-                if freed != 0 {
+                if freed != 0 || kind != KIND_FREE {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
                 self.check_bits(seg, local, 0)?;
                 continue;
             }
             out += 1;
-            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-            let kind = m.kind.load_acquire();
+            if kind == KIND_FREE {
+                return Err(HeapError::ParkedBlockOutOfTree { seg, local });
+            }
             if kind == KIND_WHOLE {
                 s.whole_blocks[c] += 1;
                 s.bytes_in_use += block_bytes(c);

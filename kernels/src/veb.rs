@@ -10,7 +10,11 @@
 //! Concurrency contract: summaries may hold stale *positives* (a set bit over an empty word;
 //! the search steps past them) but never a lasting false *negative*: a remover that empties a
 //! word clears the parent bit and then re-reads the word, and sets the bit again if an insert
-//! raced with it. So every free index stays reachable.
+//! raced with it. Between that clear and that re-set (a "clear window") a summary can hide an
+//! index that an insert has already made free, so every window is counted (started, ended):
+//! a search that finds nothing through the summaries while a window may have overlapped it
+//! repeats itself over the leaves, which are always exact. So "nothing free" means that every
+//! index was seen taken, and an index freed before a search began is never missed.
 
 use crate::atomic::Atom64;
 
@@ -18,9 +22,14 @@ use crate::atomic::Atom64;
 pub const WORD_BITS: u64 = 64;
 /// Enough levels for 64^6 = 2^36 indices (one segment per 16 MiB of 1 EiB).
 pub const MAX_LEVELS: usize = 6;
-/// Failed claim attempts (another thread took the index first) before a claim reports
-/// "nothing free": a bounded fallback instead of an unbounded spin.
-pub const CLAIM_RETRIES: u32 = 256;
+/// Lost races within one leaf word (another claimer took the bit first) before a claim moves
+/// on to the next word: each loss means some bit of the word was taken, so this bounds the
+/// work per word without ever giving up on the words after it.
+pub const WORD_CLAIM_TRIES: u32 = WORD_BITS as u32;
+/// Lost races for a run at one start index before a run claim moves past that start.
+pub const RUN_CLAIM_TRIES: u32 = 8;
+/// Words after the levels: the clear-window counters (started, ended).
+pub const WINDOW_WORDS: u32 = 2;
 
 /// Where each level of a tree lives, in words from the tree's first word.
 #[repr(C)]
@@ -58,7 +67,13 @@ impl VebLayout {
             n = w as u64;
         }
         assert!(words[level - 1] <= 1, "universe too large for MAX_LEVELS");
-        Self { universe, levels: level as u32, total_words: total, offset, words }
+        Self { universe, levels: level as u32, total_words: total + WINDOW_WORDS, offset, words }
+    }
+
+    /// Word offset of the clear-window counters (after the last level).
+    #[inline(always)]
+    pub const fn window_off(&self) -> u32 {
+        self.total_words - WINDOW_WORDS
     }
 
     /// Layout for `universe` indices, or `None` when `MAX_LEVELS` levels of 64-bit words
@@ -156,9 +171,27 @@ impl<'a> Veb<'a> {
         }
     }
 
-    /// Clears the summary bit for child word `idx` (found empty) at `level` and above.
+    /// The clear-window counters: windows started, windows ended.
+    #[inline(always)]
+    fn windows(&self) -> (&Atom64, &Atom64) {
+        let o = self.layout.window_off() as usize;
+        (&self.words[o], &self.words[o + 1])
+    }
+
+    /// Clears the summary bit for child word `idx` (found empty) at `level` and above, inside
+    /// a counted clear window (see the module docs).
     #[inline(never)]
-    fn clear_up(&self, mut level: u32, mut idx: u64) {
+    fn clear_up(&self, level: u32, idx: u64) {
+        let (started, ended) = self.windows();
+        // AcqRel: sequenced before our summary clears (release RMWs), so a search that reads a
+        // clear of ours and then fences also reads this count.
+        started.fetch_add_acq_rel(1);
+        self.clear_up_window(level, idx);
+        // Release: our re-sets happen-before a search that acquires this count.
+        ended.fetch_add_release(1);
+    }
+
+    fn clear_up_window(&self, mut level: u32, mut idx: u64) {
         while level < self.layout.levels {
             let w = idx / WORD_BITS;
             let bit = 1u64 << (idx % WORD_BITS);
@@ -201,8 +234,77 @@ impl<'a> Veb<'a> {
             && self.word(0, i / WORD_BITS).load_acquire() & (1 << (i % WORD_BITS)) != 0
     }
 
-    /// Lowest free index at or after `x` (a snapshot; a claim must still win it).
+    /// The clear-window counts before a search: (ended, started).
+    #[inline(always)]
+    fn quiet_snapshot(&self) -> (u64, u64) {
+        let (started, ended) = self.windows();
+        // Acquire: the re-sets of every window that had ended are visible to the search.
+        let e = ended.load_acquire();
+        // Acquire: read after `ended`, so equal counts mean no window was open at this point.
+        (e, started.load_acquire())
+    }
+
+    /// Whether no clear window overlapped the search since `snap`: none was open at the
+    /// snapshot and none started since. Then the summaries hid nothing from the search.
+    #[inline(always)]
+    fn stayed_quiet(&self, snap: (u64, u64)) -> bool {
+        // Acquire fence: the search read summaries with relaxed loads; a clear it read was a
+        // release RMW sequenced after its window's start, which this makes visible below.
+        crate::arch::fence_acq_rel_gpu();
+        // Relaxed: ordered by the fence above.
+        snap.0 == snap.1 && self.windows().0.load_relaxed() == snap.1
+    }
+
+    /// Runs `search` through the summaries, and once more over the exact leaves if it found
+    /// nothing while a clear window may have hidden an index from it.
+    #[inline(always)]
+    fn search_exactly<T>(&self, search: impl Fn(bool) -> Option<T>) -> Option<T> {
+        let snap = self.quiet_snapshot();
+        match search(false) {
+            Some(r) => Some(r),
+            None if self.stayed_quiet(snap) => None,
+            None => search(true),
+        }
+    }
+
+    /// Lowest free index at or after `x`: through the summaries (a hint: stale positives are
+    /// stepped over) or, with `exact`, by scanning the leaves.
+    #[inline(always)]
+    fn next_free(&self, x: u64, exact: bool) -> Option<u64> {
+        if exact {
+            self.successor_in_leaves(x)
+        } else {
+            self.successor_by_summaries(x)
+        }
+    }
+
+    /// Lowest free index at or after `x` (a snapshot; a claim must still win it). `None` only
+    /// if every index from `x` on was seen taken (see the module docs).
     pub fn successor(&self, x: u64) -> Option<u64> {
+        self.search_exactly(|exact| self.next_free(x, exact))
+    }
+
+    /// `successor` by a linear scan of the leaf words, which are always exact.
+    fn successor_in_leaves(&self, x: u64) -> Option<u64> {
+        let l = &self.layout;
+        let mut w = x / WORD_BITS;
+        let mut mask = !0u64 << (x % WORD_BITS);
+        while w < l.words[0] as u64 {
+            // Relaxed: a snapshot; an insert that happened before this search is seen by
+            // coherence, and the claiming RMW re-checks with acquire.
+            let bits = self.word(0, w).load_relaxed() & mask;
+            if bits != 0 {
+                let found = w * WORD_BITS + bits.trailing_zeros() as u64;
+                return (found < l.universe).then_some(found);
+            }
+            w += 1;
+            mask = !0;
+        }
+        None
+    }
+
+    /// `successor` through the summaries.
+    fn successor_by_summaries(&self, x: u64) -> Option<u64> {
         let l = &self.layout;
         let mut level = 0u32;
         let mut pos = x;
@@ -230,8 +332,8 @@ impl<'a> Veb<'a> {
         }
     }
 
-    /// Atomically takes the lowest free index at or after `x`; `None` when none is free or
-    /// after `CLAIM_RETRIES` lost races.
+    /// Atomically takes the lowest free index at or after `x`; `None` only when every index
+    /// from `x` on was seen taken (lost races move the claim on, never end it).
     pub fn claim_from(&self, x: u64) -> Option<u64> {
         self.claim_spread(x, 0)
     }
@@ -241,14 +343,21 @@ impl<'a> Veb<'a> {
     /// fight over its lowest bit. For the block trees, where a word spans a few MiB.
     #[inline(never)]
     pub fn claim_spread(&self, x: u64, spread: u32) -> Option<u64> {
+        self.search_exactly(|exact| self.claim_pass(x, spread, exact))
+    }
+
+    /// One pass of `claim_spread`. Bounded: every word is visited once, with at most
+    /// `WORD_CLAIM_TRIES` lost races in it.
+    fn claim_pass(&self, x: u64, spread: u32, exact: bool) -> Option<u64> {
         let mut from = x;
-        let mut lost = 0;
-        while lost < CLAIM_RETRIES {
-            let s = self.successor(from)?;
+        loop {
+            let s = self.next_free(from, exact)?;
             let w = s / WORD_BITS;
+            let at_or_after = !0u64 << (s % WORD_BITS);
             // Relaxed: a hint for which bit to try; the RMW decides.
-            let mut avail = self.word(0, w).load_relaxed() & (!0u64 << (s % WORD_BITS));
-            while avail != 0 {
+            let mut avail = self.word(0, w).load_relaxed() & at_or_after;
+            let mut tries = 0;
+            while avail != 0 && tries < WORD_CLAIM_TRIES {
                 let bit = pick_bit(avail, spread);
                 // AcqRel: acquire the inserter's writes about this item.
                 let old = self.word(0, w).fetch_and_acq_rel(!bit);
@@ -258,15 +367,11 @@ impl<'a> Veb<'a> {
                     }
                     return Some(w * WORD_BITS + bit.trailing_zeros() as u64);
                 }
-                lost += 1;
-                if lost >= CLAIM_RETRIES {
-                    return None;
-                }
-                avail = old & (!0u64 << (s % WORD_BITS));
+                avail = old & at_or_after;
+                tries += 1;
             }
             from = (w + 1) * WORD_BITS;
         }
-        None
     }
 
     /// Marks `[start, start + k)` free.
@@ -331,7 +436,8 @@ impl<'a> Veb<'a> {
         end
     }
 
-    /// Atomically takes the lowest run of `k` contiguous free indices.
+    /// Atomically takes the lowest run of `k` contiguous free indices; `None` only when no
+    /// run was seen free.
     #[inline(never)]
     pub fn claim_run(&self, k: u64) -> Option<u64> {
         if k == 0 || k > self.layout.universe {
@@ -340,22 +446,27 @@ impl<'a> Veb<'a> {
         if k == 1 {
             return self.claim_from(0);
         }
-        let mut from = 0;
-        let mut lost = 0;
-        while lost < CLAIM_RETRIES {
-            let s = self.successor(from)?;
+        self.search_exactly(|exact| self.run_pass(k, exact))
+    }
+
+    /// One pass of `claim_run`. Bounded: the start only moves up, and stays at one index for
+    /// at most `RUN_CLAIM_TRIES` lost races.
+    fn run_pass(&self, k: u64, exact: bool) -> Option<u64> {
+        let (mut from, mut lost) = (0, 0);
+        loop {
+            let s = self.next_free(from, exact)?;
             let e = self.run_end(s, k);
-            if e - s >= k {
-                if self.remove_range_exact(s, k) {
-                    return Some(s);
-                }
-                lost += 1;
-                from = s;
-            } else {
+            if e - s < k {
                 from = e + 1;
+            } else if self.remove_range_exact(s, k) {
+                return Some(s);
+            } else if lost + 1 < RUN_CLAIM_TRIES {
+                // Another claimer took part of it: look again from the same start.
+                (from, lost) = (s, lost + 1);
+            } else {
+                (from, lost) = (s + 1, 0);
             }
         }
-        None
     }
 
     /// Number of free indices (a snapshot).

@@ -13,7 +13,12 @@ use veballoc_kernels::SLICES_PER_BLOCK;
 
 /// Two levels (65 indices: two leaf words and a summary word).
 fn tree() -> Arc<(Vec<Atom64>, VebLayout)> {
-    let l = VebLayout::new(65);
+    tree_of(65)
+}
+
+/// An empty tree of `universe` indices.
+fn tree_of(universe: u64) -> Arc<(Vec<Atom64>, VebLayout)> {
+    let l = VebLayout::new(universe);
     Arc::new(((0..l.total_words).map(|_| Atom64::new(0)).collect(), l))
 }
 
@@ -39,6 +44,64 @@ fn insert_remove_keeps_summary() {
         let v = Veb::new(&t.0, t.1);
         assert_eq!(v.check().map(|_| ()), Ok(()));
         assert_eq!(v.successor(0), Some(63));
+    });
+}
+
+/// Issue 10.1: thread A removes 64 (the only bit of its word, so it clears the summary bit and
+/// re-checks) while this thread inserts 65 and then searches. The insert happened before the
+/// search in this thread, and nothing takes 65 away, so the search must find a free index (64
+/// if A has not removed it yet, else 65): a summary bit cleared for a moment must not hide 65.
+#[test]
+fn search_after_insert_sees_it_while_a_remover_clears_the_summary() {
+    loom::model(|| {
+        let t = tree_of(128);
+        Veb::new(&t.0, t.1).insert(64);
+        let a = t.clone();
+        let remover = thread::spawn(move || assert!(Veb::new(&a.0, a.1).remove(64)));
+        let v = Veb::new(&t.0, t.1);
+        v.insert(65);
+        let found = v.successor(0);
+        assert!(matches!(found, Some(64 | 65)), "a free index hidden by a summary clear: {found:?}");
+        remover.join().unwrap();
+        assert_eq!(v.check().map(|_| ()), Ok(()));
+    });
+}
+
+/// The same race for a claim (`claim_block` takes blocks this way): it must get 64 (then A's
+/// remove fails) or 65, never report the tree empty.
+#[test]
+fn claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
+    loom::model(|| {
+        let t = tree_of(128);
+        Veb::new(&t.0, t.1).insert(64);
+        let a = t.clone();
+        let remover = thread::spawn(move || Veb::new(&a.0, a.1).remove(64));
+        let v = Veb::new(&t.0, t.1);
+        v.insert(65);
+        let got = v.claim_from(0);
+        let removed = remover.join().unwrap();
+        match got {
+            Some(64) => assert!(!removed, "64 taken twice"),
+            Some(65) => assert!(removed),
+            other => panic!("a free index hidden by a summary clear: {other:?}"),
+        }
+    });
+}
+
+/// The same race for runs (`claim_run`, which `malloc_large` and host claims use): a run
+/// claim after the insert of a free pair must get it.
+#[test]
+fn run_claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
+    loom::model(|| {
+        let t = tree_of(128);
+        Veb::new(&t.0, t.1).insert(64);
+        let a = t.clone();
+        let remover = thread::spawn(move || assert!(Veb::new(&a.0, a.1).remove(64)));
+        let v = Veb::new(&t.0, t.1);
+        v.insert_range(66, 2);
+        assert_eq!(v.claim_run(2), Some(66), "a free run hidden by a summary clear");
+        remover.join().unwrap();
+        assert_eq!(v.check().map(|_| ()), Ok(()));
     });
 }
 

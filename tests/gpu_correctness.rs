@@ -1,0 +1,138 @@
+//! GPU tests of the defects found by review (issue 10) that only a real warp can show.
+//! They need a CUDA GPU: ignored by default, run on a GPU machine with `--ignored`, where
+//! they fail (not skip) if no GPU is found.
+
+use cust::memory::{CopyDestination, DeviceBuffer};
+use veballoc::{Gpu, Heap};
+
+const BLOCK: u32 = 256;
+const HEAP: u64 = 2 << 30;
+
+fn gpu() -> Gpu {
+    let g = Gpu::new().expect("this test needs a CUDA GPU");
+    eprintln!("GPU: {} (driver {})", g.name(), g.driver_version());
+    g
+}
+
+fn host<T: cust::memory::DeviceCopy + Default + Clone>(b: &DeviceBuffer<T>) -> Vec<T> {
+    let mut v = vec![T::default(); b.len()];
+    b.copy_to(&mut v[..]).unwrap();
+    v
+}
+
+/// Allocates with `kernel` (one of the `_sizes` kernels) for `sizes.len()` threads, writes and
+/// verifies every word, checks that no two allocations overlap (by requested size), frees
+/// everything and checks that the heap is empty and counted no bad free.
+fn mixed_sizes_round(gpu: &Gpu, heap: &Heap, kernel: &str, sizes: &[u32]) {
+    let n = sizes.len() as u64;
+    let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+    let errs = veballoc::zeroed_u64s(3).unwrap();
+    let sizes_buf = DeviceBuffer::from_slice(sizes).unwrap();
+    let (arg, p, e, sz) = (
+        heap.arg(),
+        ptrs.as_device_ptr().as_raw(),
+        errs.as_device_ptr().as_raw(),
+        sizes_buf.as_device_ptr().as_raw(),
+    );
+    let (tag, zero) = (11u64, 0u64);
+    // SAFETY: argument lists match the kernels' signatures in kernels/src/entry.rs.
+    unsafe {
+        gpu.launch(kernel, n, BLOCK, veballoc::kernel_args![arg, p, n, zero, sz]).unwrap();
+        gpu.launch("vb_write", n, BLOCK, veballoc::kernel_args![p, n, zero, sz, tag]).unwrap();
+        gpu.launch("vb_verify", n, BLOCK, veballoc::kernel_args![p, n, zero, sz, tag, e]).unwrap();
+    }
+    gpu.sync().unwrap();
+    let [bad, nulls, misaligned] = host(&errs)[..] else { unreachable!() };
+    assert_eq!((bad, nulls, misaligned), (0, 0, 0), "{kernel}: overwritten words, nulls, misaligned");
+    let hp = host(&ptrs);
+    let mut order: Vec<usize> = (0..n as usize).collect();
+    order.sort_by_key(|&i| hp[i]);
+    for w in order.windows(2) {
+        assert!(
+            hp[w[0]] + sizes[w[0]] as u64 <= hp[w[1]],
+            "{kernel}: thread {} ({} B at {:#x}) overlaps thread {} ({} B at {:#x})",
+            w[0],
+            sizes[w[0]],
+            hp[w[0]],
+            w[1],
+            sizes[w[1]],
+            hp[w[1]]
+        );
+    }
+    let asked: u64 = sizes.iter().map(|&s| s as u64).sum();
+    let s = heap.stats().unwrap();
+    assert!(s.bytes_in_use >= asked, "{kernel}: {s:?} holds less than the {asked} bytes asked");
+    // SAFETY: as above.
+    unsafe { gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n]).unwrap() };
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{kernel}: {s:?}");
+    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{kernel}: {s:?}");
+}
+
+/// Issue 10.3: `malloc_warp` with different sizes in one warp used to hand every lane
+/// `base + rank * its own slice size` from a run taken for the leader's class, so a 4 KiB lane
+/// of a warp led by a 16-byte lane got 16 bytes spaced 4 KiB apart, over other lanes' memory.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_malloc_warp_with_mixed_sizes_hands_out_disjoint_memory() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP).unwrap();
+    let n = 1u64 << 16;
+    // Even lanes 16 bytes, odd lanes 4 KiB; then every lane a different class.
+    let alternating: Vec<u32> = (0..n).map(|i| if i % 2 == 0 { 16 } else { 4096 }).collect();
+    mixed_sizes_round(&gpu, &heap, "vb_malloc_warp_sizes", &alternating);
+    let spread: Vec<u32> = (0..n).map(|i| 16u32 << (i % 9)).collect();
+    mixed_sizes_round(&gpu, &heap, "vb_malloc_warp_sizes", &spread);
+    heap.destroy().unwrap();
+}
+
+/// Issue 10.3 for `malloc_block`: thread 0 takes slices for its own class; threads asking for
+/// more (or for whole blocks, or nothing) must not use those slices, and must not skip the
+/// barriers.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_malloc_block_with_mixed_sizes_hands_out_disjoint_memory() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP).unwrap();
+    let n = 1u64 << 16;
+    // Thread 0 of each block asks for 16 bytes; others for up to 4 KiB, or a whole block.
+    let sizes: Vec<u32> = (0..n)
+        .map(|i| match i % 7 {
+            0 => 16,
+            1 | 2 => 48,
+            3 => 1000,
+            4 => 4096,
+            5 => 8192,
+            _ => 16,
+        })
+        .collect();
+    mixed_sizes_round(&gpu, &heap, "vb_malloc_cta_sizes", &sizes);
+    // One size per block, as the fast path expects, for comparison.
+    let same: Vec<u32> = vec![256; n as usize];
+    mixed_sizes_round(&gpu, &heap, "vb_malloc_cta_sizes", &same);
+    heap.destroy().unwrap();
+}
+
+/// Issue 10.6: `load_module` refuses a module whose allocator keeps other metadata than
+/// veballoc's PTX (here veballoc's own PTX with the other build's stamp); it used to load it,
+/// and a heap used by both modules was corrupted.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_module_with_other_checks_is_refused() {
+    use veballoc::kernels::{STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS};
+    let gpu = gpu();
+    let (ours, other) = if gpu.checks() {
+        (STAMP_WITH_CHECKS, STAMP_WITHOUT_CHECKS)
+    } else {
+        (STAMP_WITHOUT_CHECKS, STAMP_WITH_CHECKS)
+    };
+    let ptx = std::fs::read_to_string(std::env::var(veballoc::PTX_FILE_ENV).unwrap_or_default())
+        .unwrap_or_else(|_| veballoc::PTX.to_string());
+    assert!(gpu.load_module(&ptx, veballoc::DEFAULT_MAX_REGISTERS).is_ok());
+    match gpu.load_module(&ptx.replace(ours, other), veballoc::DEFAULT_MAX_REGISTERS) {
+        Err(veballoc::Error::ChecksMismatch { .. }) => {}
+        Err(e) => panic!("refused for the wrong reason: {e}"),
+        Ok(_) => panic!("a module built with other checks was loaded"),
+    }
+}
