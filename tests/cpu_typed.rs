@@ -113,3 +113,104 @@ fn a_full_heap_gives_values_back() {
     drop(v);
     assert_empty(&cpu);
 }
+
+/// Zero-sized values with a small and a larger-than-a-segment alignment.
+#[derive(Debug, PartialEq)]
+struct Unit;
+#[repr(align(33554432))]
+#[derive(Debug, PartialEq)]
+struct HugeAlignedUnit;
+
+/// Runs `f` on a thread with a large stack (values of large alignment or size live there).
+fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+    let stack_bytes = 256 << 20;
+    std::thread::Builder::new().stack_size(stack_bytes).spawn(f).unwrap().join().unwrap();
+}
+
+#[test]
+fn zero_sized_values_never_allocate() {
+    on_big_stack(zero_sized_values);
+}
+
+fn zero_sized_values() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let unit = DBox::new(h, ()).expect("a zero-sized box needs no memory");
+    let u = DBox::new(h, Unit).expect("a zero-sized box needs no memory");
+    let big =
+        DBox::new(h, HugeAlignedUnit).expect("a zero-sized box needs no memory, whatever its alignment");
+    assert_eq!(big.as_ptr() as usize % std::mem::align_of::<HugeAlignedUnit>(), 0);
+    assert_eq!((*unit, &*u, &*big), ((), &Unit, &HugeAlignedUnit));
+    let raw = big.into_raw();
+    // SAFETY: raw comes from into_raw on this heap and is taken back once.
+    let big = unsafe { DBox::from_raw(h, raw) };
+    let mut v = DVec::<HugeAlignedUnit>::new(h);
+    for _ in 0..1000 {
+        v.push(HugeAlignedUnit).expect("zero-sized elements need no memory");
+    }
+    assert_eq!(v.len(), 1000);
+    assert_eq!(v.as_slice().as_ptr() as usize % std::mem::align_of::<HugeAlignedUnit>(), 0);
+    assert_eq!(h.validate().unwrap().bytes_in_use, 0, "nothing allocated");
+    drop((unit, u, big, v));
+    assert_empty(&cpu);
+}
+
+/// Types whose alignment may exceed the CPU heap's base alignment (4 KiB).
+macro_rules! aligned_types {
+    ($($name:ident = $align:literal),*) => {$(
+        #[repr(C, align($align))]
+        struct $name {
+            tag: u64,
+        }
+    )*};
+}
+aligned_types!(Align8K = 8192, Align64K = 65536, Align1M = 1048576);
+
+/// Boxes and vectors of `T` on `cpu`: each value lands at a multiple of `align_of::<T>()`,
+/// or is refused (given back) when the heap cannot align it; returns whether it was refused.
+fn box_and_vec_of<T>(cpu: &CpuHeap, make: impl Fn(u64) -> T, tag: impl Fn(&T) -> u64) -> bool {
+    let h = cpu.heap();
+    let align = std::mem::align_of::<T>();
+    let refused = match DBox::new(h, make(7)) {
+        Ok(b) => {
+            assert_eq!(b.as_ptr() as usize % align, 0, "a box of a {align}-aligned type is misaligned");
+            assert_eq!(tag(&b), 7);
+            false
+        }
+        Err(back) => {
+            assert_eq!(tag(&back), 7, "the value comes back intact");
+            true
+        }
+    };
+    let mut v = DVec::<T>::new(h);
+    for i in 0..3 {
+        match v.push(make(i)) {
+            Ok(()) => assert_eq!(v.as_slice().as_ptr() as usize % align, 0, "a vector of {align}-aligned Ts"),
+            Err(back) => {
+                assert!(refused, "refused as a vector but not as a box");
+                assert_eq!(tag(&back), i);
+            }
+        }
+    }
+    assert_eq!(v.iter().map(&tag).sum::<u64>(), if refused { 0 } else { 3 });
+    drop(v);
+    refused
+}
+
+#[test]
+fn large_alignments_are_honoured_absolutely_or_refused() {
+    // The values are large (as large as their alignment): a big stack for the moves.
+    on_big_stack(|| {
+        let cpu = CpuHeap::new(8, 1);
+        let base = cpu.heap().mem;
+        let r8k = box_and_vec_of(&cpu, |t| Align8K { tag: t }, |a| a.tag);
+        let r64k = box_and_vec_of(&cpu, |t| Align64K { tag: t }, |a| a.tag);
+        let r1m = box_and_vec_of(&cpu, |t| Align1M { tag: t }, |a| a.tag);
+        // Refused exactly when segment 0 is less aligned than the type.
+        for (refused, align) in [(r8k, 8192u64), (r64k, 65536), (r1m, 1 << 20)] {
+            assert_eq!(refused, !base.is_multiple_of(align), "align {align}, heap base {base:#x}");
+        }
+        println!("heap base {base:#x}: refused 8K {r8k}, 64K {r64k}, 1M {r1m}");
+        assert_empty(&cpu);
+    });
+}

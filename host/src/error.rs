@@ -34,6 +34,11 @@ pub enum Error {
     NotReleasable,
     /// A driver call (of the virtual memory API) failed with CUDA error `code`.
     Driver { call: &'static str, code: i32 },
+    /// A heap of `requested` bytes is larger than veballoc can address (`maximum` bytes:
+    /// `HeapLayout::MAX_SEGMENTS` segments).
+    HeapSizeUnsupported { requested: u64, maximum: u64 },
+    /// The current-block slots per size class must be a power of two.
+    InvalidShards(u32),
     /// A module's allocator was built with (`module_checks`) or without the safety checks,
     /// unlike veballoc's PTX, whose heaps it would share: the two keep different metadata.
     ChecksMismatch { module_checks: bool, heap_checks: bool },
@@ -67,6 +72,12 @@ impl fmt::Display for Error {
                 write!(f, "this heap's memory cannot be returned to the driver: create it with Heap::releasable")
             }
             Error::Driver { call, code } => write!(f, "{call} failed: CUDA error {code}"),
+            Error::HeapSizeUnsupported { requested, maximum } => write!(
+                f,
+                "a heap of {requested} bytes is larger than veballoc can address ({} TiB at most)",
+                maximum >> 40
+            ),
+            Error::InvalidShards(n) => write!(f, "{n} shards: the shard count must be a power of two"),
             Error::ChecksMismatch { module_checks, heap_checks } => {
                 let with = |c: bool| if c { "with" } else { "without" };
                 write!(
@@ -99,5 +110,14 @@ pub(crate) trait Context<T> {
 impl<T> Context<T> for std::result::Result<T, CudaError> {
     fn during(self, call: &'static str) -> Result<T> {
         self.map_err(|err| Error::Cuda { call, err })
+    }
+}
+
+/// A raw driver call's result, with the call's name on failure.
+pub(crate) fn driver(r: cust::sys::CUresult, call: &'static str) -> Result<()> {
+    if r == cust::sys::cudaError_enum::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Driver { call, code: r as i32 })
     }
 }

@@ -1,13 +1,17 @@
 //! The GPU: driver, context, veballoc's PTX module and a stream.
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use cust::context::Context as CuContext;
 use cust::device::Device;
 use cust::function::{BlockSize, GridSize};
+use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::{Module, ModuleJitOption};
 use cust::stream::{Stream, StreamFlags};
+use cust::sys as cu;
 use cust::CudaFlags;
 
 use crate::error::{Context, Error, Result};
@@ -27,10 +31,11 @@ pub const PTX_HAS_CHECKS: bool = option_env!("VEBALLOC_PTX_CHECKS").is_some();
 pub const PTX_FILE_ENV: &str = "VEBALLOC_PTX_FILE";
 
 struct Inner {
-    // Field order is drop order: stream and module go before the context.
-    stream: Stream,
-    module: Module,
-    _ctx: CuContext,
+    // Dropped by `Drop for Inner`, with the context current, before `ctx` (a field, dropped
+    // after that) releases the context.
+    stream: ManuallyDrop<Stream>,
+    module: ManuallyDrop<Module>,
+    ctx: CuContext,
     name: String,
     driver: i32,
     total_memory: u64,
@@ -38,7 +43,60 @@ struct Inner {
     checks: bool,
 }
 
-/// A CUDA device with veballoc's module loaded. Cheap to clone.
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Module unloading works on the current context: make it ours (best effort: a
+        // failure leaves the handles to the driver's context teardown).
+        let _on = bind_context(self.ctx.as_raw());
+        // SAFETY: dropped once, here; the fields are not used again.
+        unsafe {
+            ManuallyDrop::drop(&mut self.stream);
+            ManuallyDrop::drop(&mut self.module);
+        }
+    }
+}
+
+/// Keeps a GPU's CUDA context current on this thread while it lives (from [`Gpu::bind`]);
+/// on drop the thread's previous context is current again.
+#[must_use = "the context is current only while the guard lives"]
+pub struct Bound<'a> {
+    pushed: bool,
+    // Tied to the Gpu, and to this thread (the context stack is per thread).
+    _gpu: PhantomData<&'a Gpu>,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl Drop for Bound<'_> {
+    fn drop(&mut self) {
+        if self.pushed {
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: pops the context this guard pushed on this thread (guards nest, and
+            // are !Send, so they pop in reverse order on the pushing thread).
+            unsafe { cu::cuCtxPopCurrent_v2(&mut popped) };
+        }
+    }
+}
+
+/// Makes `ctx` current on this thread (pushed, unless it is current already).
+fn bind_context<'a>(ctx: cu::CUcontext) -> Result<Bound<'a>> {
+    let mut current = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    let got = unsafe { cu::cuCtxGetCurrent(&mut current) };
+    let pushed = if got == cu::cudaError_enum::CUDA_SUCCESS && current == ctx {
+        false
+    } else {
+        // SAFETY: ctx is a live context (its owner outlives the guard).
+        let r = unsafe { cu::cuCtxPushCurrent_v2(ctx) };
+        if r != cu::cudaError_enum::CUDA_SUCCESS {
+            return Err(Error::Driver { call: "cuCtxPushCurrent", code: r as i32 });
+        }
+        true
+    };
+    Ok(Bound { pushed, _gpu: PhantomData, _this_thread: PhantomData })
+}
+
+/// A CUDA device with veballoc's module loaded. Cheap to clone, and usable from any thread:
+/// every call makes the GPU's context current on the calling thread for its duration.
 ///
 /// ```no_run
 /// let gpu = veballoc::Gpu::new()?;
@@ -82,9 +140,9 @@ impl Gpu {
             .during("cuDeviceGetAttribute")? as u32;
         Ok(Gpu {
             inner: Arc::new(Inner {
-                stream,
-                module,
-                _ctx: ctx,
+                stream: ManuallyDrop::new(stream),
+                module: ManuallyDrop::new(module),
+                ctx,
                 name: device.name().during("cuDeviceGetName")?,
                 driver,
                 total_memory: device.total_memory().during("cuDeviceTotalMem")? as u64,
@@ -96,16 +154,70 @@ impl Gpu {
 
     /// Asks the loaded PTX whether it was built with the safety checks.
     fn query_checks(module: &Module, stream: &Stream) -> Result<bool> {
-        let out = crate::zeroed_u64s(1)?;
+        let out = zeroed_on::<u64>(stream, 1)?;
         let f = module.get_function("veballoc_info").during("cuModuleGetFunction (veballoc_info)")?;
         let p = out.as_device_ptr();
         // SAFETY: veballoc_info takes one pointer to a device word.
         unsafe { stream.launch(&f, GridSize::x(1), BlockSize::x(1), 0, crate::kernel_args![p]) }
             .during("cuLaunchKernel (veballoc_info)")?;
-        stream.synchronize().during("cuStreamSynchronize (veballoc_info)")?;
         let mut v = [0u64; 1];
-        cust::memory::CopyDestination::copy_to(&*out, &mut v[..]).during("cuMemcpyDtoH")?;
+        copy_out_on(stream, &out, &mut v[..])?;
         Ok(v[0] & 1 != 0)
+    }
+
+    /// Makes this GPU's context current on the calling thread until the guard drops.
+    /// veballoc's own calls do this themselves; do it before using `cust` directly on a
+    /// thread other than the one that created the GPU.
+    ///
+    /// ```no_run
+    /// let gpu = veballoc::Gpu::new()?;
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         let _on = gpu.bind()?;
+    ///         let buf = veballoc::zeroed_u64s(16)?; // cust calls need the context
+    ///         Ok::<(), veballoc::Error>(())
+    ///     });
+    /// });
+    /// # Ok::<(), veballoc::Error>(())
+    /// ```
+    pub fn bind(&self) -> Result<Bound<'_>> {
+        bind_context(self.inner.ctx.as_raw())
+    }
+
+    /// A device buffer of `n` zeroed `T`s, zeroed on veballoc's stream (so ordered before
+    /// the kernels launched on it), and complete when this returns.
+    pub fn zeroed<T: DeviceCopy>(&self, n: usize) -> Result<DeviceBuffer<T>> {
+        let _on = self.bind()?;
+        let b = zeroed_on(&self.inner.stream, n)?;
+        self.sync()?;
+        Ok(b)
+    }
+
+    /// A device buffer holding a copy of `data`, copied on veballoc's stream and complete when
+    /// this returns (a plain `DeviceBuffer::from_slice` copies on the legacy default stream,
+    /// which does not order veballoc's non-blocking stream).
+    pub fn upload<T: DeviceCopy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        let _on = self.bind()?;
+        // SAFETY: filled by the copy below before anyone reads it.
+        let mut b = unsafe { DeviceBuffer::<T>::uninitialized(data.len()) }.during("cuMemAlloc")?;
+        self.copy_in(&mut b, data)?;
+        Ok(b)
+    }
+
+    /// Copies `src` to `dst` on veballoc's stream, after the work queued on it, and waits.
+    /// The lengths must match (it panics otherwise, as `cust`'s copies do).
+    pub fn copy_in<T: DeviceCopy>(&self, dst: &mut DeviceSlice<T>, src: &[T]) -> Result<()> {
+        let _on = self.bind()?;
+        // SAFETY: both sides stay borrowed until the stream sync below has completed the copy.
+        unsafe { dst.async_copy_from(src, &self.inner.stream) }.during("cuMemcpyHtoDAsync")?;
+        self.sync()
+    }
+
+    /// Copies `src` to `dst` on veballoc's stream, after the work queued on it, and waits.
+    /// The lengths must match (it panics otherwise, as `cust`'s copies do).
+    pub fn copy_out<T: DeviceCopy>(&self, src: &DeviceSlice<T>, dst: &mut [T]) -> Result<()> {
+        let _on = self.bind()?;
+        copy_out_on(&self.inner.stream, src, dst)
     }
 
     /// Whether the loaded PTX has the safety checks (double-free detection); heaps created
@@ -121,6 +233,7 @@ impl Gpu {
     /// ([`Error::ChecksMismatch`]): on one heap they would corrupt each other's metadata.
     pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
         check_layout_stamp(ptx, self.checks())?;
+        let _on = self.bind()?;
         let opts =
             if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
         Module::from_ptx(ptx, &opts).map_err(Error::PtxLoad)
@@ -139,6 +252,7 @@ impl Gpu {
         block: u32,
         args: &[*mut c_void],
     ) -> Result<()> {
+        let _on = self.bind()?;
         let f = module.get_function(kernel).during("cuModuleGetFunction")?;
         let grid = threads.div_ceil(block as u64).max(1) as u32;
         // SAFETY: the caller vouches for the arguments.
@@ -168,6 +282,7 @@ impl Gpu {
 
     /// Free device memory in bytes, now.
     pub fn free_memory(&self) -> Result<u64> {
+        let _on = self.bind()?;
         Ok(cust::memory::mem_get_info().during("cuMemGetInfo")?.0 as u64)
     }
 
@@ -192,8 +307,32 @@ impl Gpu {
 
     /// Waits for all work on the stream; reports errors of kernels that ran on it.
     pub fn sync(&self) -> Result<()> {
+        let _on = self.bind()?;
         self.inner.stream.synchronize().during("cuStreamSynchronize (a kernel failed)")
     }
+}
+
+/// `n` zeroed `T`s, the memset queued on `stream` (the current context's).
+fn zeroed_on<T: DeviceCopy>(stream: &Stream, n: usize) -> Result<DeviceBuffer<T>> {
+    // SAFETY: zeroed below, in stream order before any later work on `stream`.
+    let b = unsafe { DeviceBuffer::<T>::uninitialized(n) }.during("cuMemAlloc")?;
+    let bytes = n * std::mem::size_of::<T>();
+    if bytes > 0 {
+        // SAFETY: the buffer holds `bytes` bytes; it outlives the memset, as every user of it
+        // synchronizes `stream` before dropping it (cuMemFree waits for the device anyway).
+        let r = unsafe { cu::cuMemsetD8Async(b.as_device_ptr().as_raw(), 0, bytes, stream.as_inner()) };
+        if r != cu::cudaError_enum::CUDA_SUCCESS {
+            return Err(Error::Driver { call: "cuMemsetD8Async", code: r as i32 });
+        }
+    }
+    Ok(b)
+}
+
+/// Copies `src` to `dst` on `stream` (after its queued work) and waits for the copy.
+fn copy_out_on<T: DeviceCopy>(stream: &Stream, src: &DeviceSlice<T>, dst: &mut [T]) -> Result<()> {
+    // SAFETY: `dst` stays borrowed until the sync below has completed the copy.
+    unsafe { src.async_copy_to(dst, stream) }.during("cuMemcpyDtoHAsync")?;
+    stream.synchronize().during("cuStreamSynchronize (copy to the host)")
 }
 
 /// Whether the allocator in `ptx` was built with the safety checks, from its layout stamp

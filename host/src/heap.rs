@@ -2,15 +2,16 @@
 
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use cust::memory::{CopyDestination, DeviceBuffer, DeviceCopy};
+use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use cust::stream::Stream;
+use cust::sys as cu;
 use veballoc_kernels::heap::{DeviceHeap, HeapLayout, DEFAULT_SHARDS};
 use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
-use crate::error::{Context, Error, Result};
+use crate::error::{driver, Error, Result};
 use crate::gpu::Gpu;
-use crate::memory::{Mapped, Memory};
-use crate::pool::{Pool, PoolStats, SegmentSource, DEFAULT_RELEASE_THRESHOLD};
+use crate::memory::{unmap_released, Mapped, Memory};
+use crate::pool::{Pool, PoolStats, SegmentSource, StreamId, DEFAULT_RELEASE_THRESHOLD};
 
 /// Threads per block for veballoc's own maintenance kernels.
 const MAINT_BLOCK: u32 = 256;
@@ -40,24 +41,64 @@ unsafe impl DeviceCopy for HeapArg {}
 /// println!("{} bytes in use", stats.bytes_in_use);
 /// # Ok::<(), veballoc::Error>(())
 /// ```
+///
+/// A heap (like its [`Gpu`]) is `Send + Sync`: every method makes the GPU's context current
+/// on the calling thread for its duration.
 pub struct Heap {
-    // Before `gpu`: the pool's pending events belong to its context.
-    pool: Mutex<Pool>,
-    gpu: Gpu,
-    // Dropped (freed) before `gpu`, whose context they belong to.
+    // `Drop for Heap` frees the pool's events, `mem` and `meta` with the context current;
+    // `gpu` (whose context they belong to, and which may hold its last reference) is
+    // dropped after that, with the other fields.
+    pool: Mutex<Pool<Mark>>,
     mem: Option<Memory>,
     meta: Option<DeviceBuffer<u64>>,
     handle: DeviceHeap,
     layout: HeapLayout,
+    gpu: Gpu,
+}
+
+/// The layout of a heap of `bytes` (whole segments) with `shards` current-block slots per
+/// size class (0 taken as 1), or the error that says why there is none.
+fn layout_for(bytes: u64, shards: u32, checks: bool) -> Result<HeapLayout> {
+    if bytes < SEGMENT_BYTES {
+        return Err(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES });
+    }
+    let shards = shards.max(1);
+    if !shards.is_power_of_two() {
+        return Err(Error::InvalidShards(shards));
+    }
+    let maximum = HeapLayout::MAX_SEGMENTS as u64 * SEGMENT_BYTES;
+    let unsupported = || Error::HeapSizeUnsupported { requested: bytes, maximum };
+    let segments = HeapLayout::checked_segments_for_bytes(bytes).ok_or_else(unsupported)?;
+    HeapLayout::try_new(segments, shards, checks).ok_or_else(unsupported)
+}
+
+/// Free segments `trim_memory(keep_bytes)` keeps mapped, at most all of them.
+fn keep_segments(keep_bytes: u64, num_segments: u32) -> u64 {
+    keep_bytes.div_ceil(SEGMENT_BYTES).min(num_segments as u64)
+}
+
+impl Drop for Heap {
+    fn drop(&mut self) {
+        // Best effort: without the context the frees below fail (and are ignored).
+        let _on = self.gpu.bind();
+        self.pool.get_mut().unwrap_or_else(|e| e.into_inner()).drop_pending();
+        drop(self.mem.take());
+        drop(self.meta.take());
+    }
 }
 
 impl Heap {
     /// Creates a heap of `bytes` (rounded down to whole 16 MiB segments) and initializes it.
+    /// Its segment 0 lies at a multiple of 16 MiB (a `cuMemAlloc` that comes back less
+    /// aligned is made a segment larger). Errors: `HeapTooSmall` under one segment,
+    /// `HeapSizeUnsupported` over `HeapLayout::MAX_SEGMENTS` segments (256 TiB),
+    /// `HeapTooLarge` over the GPU's free memory.
     pub fn new(gpu: &Gpu, bytes: u64) -> Result<Heap> {
         Self::with_shards(gpu, bytes, DEFAULT_SHARDS)
     }
 
-    /// As [`Heap::new`], with `shards` current-block slots per size class.
+    /// As [`Heap::new`], with `shards` current-block slots per size class (a power of two,
+    /// else `Error::InvalidShards`).
     pub fn with_shards(gpu: &Gpu, bytes: u64, shards: u32) -> Result<Heap> {
         Self::create(gpu, bytes, shards, false)
     }
@@ -81,11 +122,9 @@ impl Heap {
     }
 
     fn create(gpu: &Gpu, bytes: u64, shards: u32, releasable: bool) -> Result<Heap> {
-        if bytes < SEGMENT_BYTES {
-            return Err(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES });
-        }
-        let segments = HeapLayout::segments_for_bytes(bytes);
-        let layout = HeapLayout::new(segments, shards.max(1), gpu.checks());
+        let _on = gpu.bind()?;
+        let layout = layout_for(bytes, shards, gpu.checks())?;
+        let segments = layout.num_segments;
         let capacity = (segments as u64) * SEGMENT_BYTES;
         let available = gpu.free_memory()?;
         if capacity + layout.meta_bytes > available {
@@ -94,25 +133,21 @@ impl Heap {
         let mem = if releasable {
             Memory::Mapped(Mutex::new(Mapped::new(segments, 0)?))
         } else {
-            // SAFETY: the segment memory needs no initial contents.
-            Memory::Buffer(
-                unsafe { DeviceBuffer::<u8>::uninitialized(capacity as usize) }
-                    .during("cuMemAlloc (heap)")?,
-            )
+            Memory::buffer(capacity)?
         };
-        let meta =
-            DeviceBuffer::<u64>::zeroed((layout.meta_bytes / 8) as usize).during("cuMemAlloc (metadata)")?;
-        let handle = DeviceHeap { mem: mem.base(), meta: meta.as_device_ptr().as_raw() };
+        // Zeroed and given its header on veballoc's stream, in order before the init kernel
+        // (the legacy stream of a plain memset or copy does not order that stream).
+        let meta = gpu.zeroed::<u64>((layout.meta_bytes / 8) as usize)?;
         let header = layout.header_words();
-        let mut first = meta.index(..header.len());
-        first.copy_from(&header[..]).during("cuMemcpyHtoD (layout header)")?;
+        gpu.copy_in(&mut meta.index(..header.len()), &header[..])?;
+        let handle = DeviceHeap { mem: mem.base(), meta: meta.as_device_ptr().as_raw() };
         let heap = Heap {
             pool: Mutex::new(Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD)),
-            gpu: gpu.clone(),
             mem: Some(mem),
             meta: Some(meta),
             handle,
             layout,
+            gpu: gpu.clone(),
         };
         let arg = heap.arg();
         // SAFETY: veballoc_init takes one DeviceHeap.
@@ -173,6 +208,7 @@ impl Heap {
     /// go back to their trees (run between phases; allocation may continue afterwards), and
     /// returns the host pool's wholly free segments to the device heap.
     pub fn trim(&self) -> Result<()> {
+        let _on = self.gpu.bind()?;
         self.pool().trim(&Segments(self))?;
         let arg = self.arg();
         let slots = veballoc_kernels::slice::SLOT_ROWS as u64 * self.layout.shards as u64;
@@ -189,7 +225,7 @@ impl Heap {
         self.gpu.sync()
     }
 
-    fn pool(&self) -> MutexGuard<'_, Pool> {
+    fn pool(&self) -> MutexGuard<'_, Pool<Mark>> {
         self.pool.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -208,27 +244,39 @@ impl Heap {
     /// # Ok::<(), veballoc::Error>(())
     /// ```
     pub fn alloc(&self, bytes: u64) -> Result<u64> {
+        let _on = self.gpu.bind()?;
         self.pool().alloc(&Segments(self), bytes, None)
     }
 
     /// Frees a host allocation now: no queued or running kernel may still use it (use
-    /// [`Heap::free_async`] otherwise).
+    /// [`Heap::free_async`] otherwise). When giving memory back to the device heap fails,
+    /// the pointer is freed all the same (the pool keeps the memory; `trim` tries again)
+    /// and the error comes back.
     pub fn free(&self, ptr: u64) -> Result<()> {
+        let _on = self.gpu.bind()?;
         self.pool().free(&Segments(self), ptr, None)
     }
 
     /// Stream-ordered allocation: the memory is usable by work queued on `stream` after this
-    /// call (and at once by the host). It may reuse memory freed on the same stream with
-    /// [`Heap::free_async`] before that free has run, as stream order makes that safe;
-    /// errors (out of memory) come back from this call, not from a later sync.
+    /// call. It may reuse memory freed on `stream` with [`Heap::free_async`] before that
+    /// free has run: `stream`'s later work then waits (on the device) for the free's point
+    /// in the stream, so the order holds even when `stream` is a new stream that got a
+    /// destroyed one's handle. The host may touch the memory once `stream` has run up to
+    /// this call (synchronize it first), not at once: work queued on `stream` earlier may
+    /// still use it. Errors (out of memory) come back from this call, not from a later sync.
     pub fn alloc_async(&self, bytes: u64, stream: &Stream) -> Result<u64> {
-        self.pool().alloc(&Segments(self), bytes, Some(stream.as_inner() as usize))
+        let _on = self.gpu.bind()?;
+        self.pool().alloc(&Segments(self), bytes, Some(stream_id(stream)))
     }
 
     /// Stream-ordered free: the memory goes back once the work queued on `stream` so far has
-    /// run (at once for later work on the same stream).
+    /// run (and is reusable by later work on `stream` at once, see [`Heap::alloc_async`]).
+    /// A run of segments (over 4 MiB) goes back to the device heap, which any stream
+    /// allocates from: this waits for `stream` first. On an error before the free is
+    /// recorded (that wait, or recording the stream's point), the pointer stays live.
     pub fn free_async(&self, ptr: u64, stream: &Stream) -> Result<()> {
-        self.pool().free(&Segments(self), ptr, Some(stream))
+        let _on = self.gpu.bind()?;
+        self.pool().free(&Segments(self), ptr, Some(stream_id(stream)))
     }
 
     /// Bytes of wholly free pool segments the host pool keeps for reuse instead of returning
@@ -268,38 +316,35 @@ impl Heap {
 
     /// Copies `n` values of `T` at `ptr` to the host.
     pub fn read_slice<T: DeviceCopy>(&self, ptr: u64, n: usize) -> Result<Vec<T>> {
-        let bytes = (n * std::mem::size_of::<T>()) as u64;
+        let bytes = (n as u64).checked_mul(std::mem::size_of::<T>() as u64);
+        let bytes = bytes.ok_or(Error::NotInHeap { ptr, bytes: u64::MAX })?;
         self.check_view(ptr, bytes, std::mem::align_of::<T>())?;
-        self.gpu.sync()?;
         let mut v: Vec<T> = Vec::with_capacity(n);
         if bytes > 0 {
             // SAFETY: the range is inside the heap's device allocation (checked); the view
             // lives only for the copy.
-            let src = unsafe {
-                cust::memory::DeviceSlice::from_raw_parts(cust::memory::DevicePointer::from_raw(ptr), n)
-            };
+            let src = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(ptr), n) };
             // SAFETY: v has room for n values; DeviceCopy types may take any bytes; the copy
-            // fills all n before set_len.
+            // (after the stream's queued work) fills all n before set_len.
             unsafe {
                 let dst = std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut std::mem::MaybeUninit<T>, n);
-                src.copy_to(&mut *(dst as *mut [std::mem::MaybeUninit<T>] as *mut [T]))
-                    .during("cuMemcpyDtoH (typed view)")?;
+                self.gpu.copy_out(&src, &mut *(dst as *mut [std::mem::MaybeUninit<T>] as *mut [T]))?;
                 v.set_len(n);
             }
+        } else {
+            self.gpu.sync()?;
         }
         Ok(v)
     }
 
-    /// Copies `value` to device address `ptr` in the heap.
+    /// Copies `value` to device address `ptr` in the heap, on the heap's stream: after the
+    /// work queued on it, and before the work queued later.
     pub fn write<T: DeviceCopy>(&self, ptr: u64, value: &T) -> Result<()> {
         let bytes = std::mem::size_of::<T>() as u64;
         self.check_view(ptr, bytes, std::mem::align_of::<T>())?;
-        self.gpu.sync()?;
         // SAFETY: the range is inside the heap's device allocation (checked).
-        let mut dst = unsafe {
-            cust::memory::DeviceSlice::from_raw_parts_mut(cust::memory::DevicePointer::from_raw(ptr), 1)
-        };
-        dst.copy_from(std::slice::from_ref(value)).during("cuMemcpyHtoD (typed view)")
+        let mut dst = unsafe { DeviceSlice::from_raw_parts_mut(DevicePointer::from_raw(ptr), 1) };
+        self.gpu.copy_in(&mut dst, std::slice::from_ref(value))
     }
 
     /// Copies the elements of a device-side `DVec<T>` whose raw parts (`RawVec<T>`: pointer,
@@ -316,13 +361,10 @@ impl Heap {
     /// `read` for plain arrays of words, which may also live outside the heap (a kernel's
     /// argument buffer, from `veballoc::zeroed_u64s`).
     fn read_any<T: DeviceCopy + Default>(&self, ptr: u64) -> Result<T> {
-        self.gpu.sync()?;
         let mut v = T::default();
         // SAFETY: a view of one T for the copy; the driver reports an address it does not know.
-        let src = unsafe {
-            cust::memory::DeviceSlice::from_raw_parts(cust::memory::DevicePointer::from_raw(ptr), 1)
-        };
-        src.copy_to(std::slice::from_mut(&mut v)).during("cuMemcpyDtoH (typed view)")?;
+        let src = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(ptr), 1) };
+        self.gpu.copy_out(&src, std::slice::from_mut(&mut v))?;
         Ok(v)
     }
 
@@ -335,34 +377,47 @@ impl Heap {
 
     /// Returns the memory of wholly free segments to the driver, keeping `keep_bytes` of free
     /// segments mapped for the kernels (from the highest segment down: allocation takes the
-    /// lowest first). Trims first (`Heap::trim`). Returns the bytes given back. Kernels may run
-    /// meanwhile; they just see a smaller heap. `Error::NotReleasable` for a heap made with
-    /// `Heap::new`.
+    /// lowest first; `u64::MAX` keeps them all). Trims first (`Heap::trim`). Returns the bytes
+    /// given back. Kernels may run meanwhile; they just see a smaller heap.
+    /// `Error::NotReleasable` for a heap made with `Heap::new`. When an unmap fails, the
+    /// segments not yet unmapped go back to the kernels and the error comes back.
     pub fn trim_memory(&self, keep_bytes: u64) -> Result<u64> {
+        let _on = self.gpu.bind()?;
         let mut mapped = self.mapped()?;
         self.trim()?;
         let max = self.layout.num_segments as u64;
-        let out = DeviceBuffer::<u32>::zeroed(1 + max as usize).during("cuMemAlloc")?;
-        let (arg, keep, o) = (self.arg(), keep_bytes.div_ceil(SEGMENT_BYTES), out.as_device_ptr().as_raw());
+        let out = self.gpu.zeroed::<u32>(1 + max as usize)?;
+        let keep = keep_segments(keep_bytes, self.layout.num_segments);
+        let (arg, o) = (self.arg(), out.as_device_ptr().as_raw());
         // SAFETY: veballoc_release_segments(heap, keep, max, out) with 1 + max words.
         unsafe {
             self.gpu.launch("veballoc_release_segments", 1, 1, crate::kernel_args![arg, keep, max, o])?
         };
-        self.gpu.sync()?;
         let mut list = vec![0u32; 1 + max as usize];
-        CopyDestination::copy_to(&*out, &mut list[..]).during("cuMemcpyDtoH (released segments)")?;
+        self.gpu.copy_out(&out, &mut list[..])?;
         let n = list[0] as usize;
-        for &seg in &list[1..1 + n] {
-            mapped.unmap(seg)?;
-        }
+        let n = unmap_released(&mut *mapped, &list[1..1 + n], |segs| self.reacquire(segs))?;
         Ok(n as u64 * SEGMENT_BYTES)
+    }
+
+    /// Gives released segments, whose memory is mapped, back to the kernels.
+    fn reacquire(&self, segs: &[u32]) -> Result<()> {
+        let buf = self.gpu.upload(segs)?;
+        let (arg, p, n) = (self.arg(), buf.as_device_ptr().as_raw(), segs.len() as u64);
+        // SAFETY: veballoc_reacquire_segments(heap, segs, n) with n segment indices.
+        unsafe {
+            self.gpu.launch("veballoc_reacquire_segments", n, MAINT_BLOCK, crate::kernel_args![arg, p, n])?
+        };
+        self.gpu.sync()
     }
 
     /// Maps memory again for up to `bytes` of the segments `trim_memory` returned (lowest
     /// first) and gives them back to the kernels. Returns the bytes mapped; less than asked
     /// when the card has no more free memory (the error of the mapping that failed is
-    /// dropped: what was mapped before it is kept).
+    /// dropped: what was mapped before it is kept). When handing the mapped segments to the
+    /// kernels fails, they are unmapped again (for a later call) and the error comes back.
     pub fn regrow_memory(&self, bytes: u64) -> Result<u64> {
+        let _on = self.gpu.bind()?;
         let mut mapped = self.mapped()?;
         let mut segs = Vec::new();
         for seg in mapped.unmapped().into_iter().take(bytes.div_ceil(SEGMENT_BYTES) as usize) {
@@ -372,18 +427,12 @@ impl Heap {
             segs.push(seg);
         }
         if !segs.is_empty() {
-            let buf = DeviceBuffer::from_slice(&segs).during("cuMemAlloc")?;
-            let (arg, p, n) = (self.arg(), buf.as_device_ptr().as_raw(), segs.len() as u64);
-            // SAFETY: veballoc_reacquire_segments(heap, segs, n).
-            unsafe {
-                self.gpu.launch(
-                    "veballoc_reacquire_segments",
-                    n,
-                    MAINT_BLOCK,
-                    crate::kernel_args![arg, p, n],
-                )?
-            };
-            self.gpu.sync()?;
+            if let Err(e) = self.reacquire(&segs) {
+                for &seg in &segs {
+                    let _ = mapped.unmap(seg);
+                }
+                return Err(e);
+            }
         }
         Ok(segs.len() as u64 * SEGMENT_BYTES)
     }
@@ -400,19 +449,20 @@ impl Heap {
     /// Copies the metadata to the host, validates it, and returns the statistics.
     /// Waits for the heap's stream first; kernels on other streams must have finished.
     pub fn stats(&self) -> Result<Stats> {
-        self.gpu.sync()?;
         let meta = self.meta.as_ref().expect("live heap");
         let mut host = vec![0u64; meta.len()];
-        cust::memory::CopyDestination::copy_to(&**meta, &mut host[..]).during("cuMemcpyDtoH (metadata)")?;
+        self.gpu.copy_out(meta, &mut host[..])?;
         let view = DeviceHeap { meta: host.as_ptr() as u64, ..self.handle };
         view.validate().map_err(Error::Corrupt)
     }
 
     /// Frees the heap's GPU memory now, reporting errors (Drop ignores them).
     pub fn destroy(mut self) -> Result<()> {
-        self.gpu.sync()?;
-        if let Some(Memory::Buffer(m)) = self.mem.take() {
-            DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?;
+        let gpu = self.gpu.clone();
+        let _on = gpu.bind()?;
+        gpu.sync()?;
+        if let Some(Memory::Buffer { buf, .. }) = self.mem.take() {
+            DeviceBuffer::drop(buf).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?;
         }
         if let Some(m) = self.meta.take() {
             DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (metadata)", err })?;
@@ -421,18 +471,46 @@ impl Heap {
     }
 }
 
-/// The heap as the host pool's source of segments: one-thread kernels on the heap's stream.
+/// A stream's key in the host pool.
+fn stream_id(stream: &Stream) -> StreamId {
+    StreamId(stream.as_inner() as usize)
+}
+
+/// The raw stream behind a key, valid while the caller that passed the stream holds it.
+fn raw_stream(id: StreamId) -> cu::CUstream {
+    id.0 as cu::CUstream
+}
+
+/// A point in a stream's work: a CUDA event (timing off), made and used through raw driver
+/// calls, as the pool names streams by their raw handles.
+pub(crate) struct Mark(cu::CUevent);
+
+// SAFETY: a CUDA event handle may be used and destroyed from any thread.
+unsafe impl Send for Mark {}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        // SAFETY: the event is ours; destroying it while a stream waits on it is allowed
+        // (the driver releases it once the wait is done).
+        unsafe { cu::cuEventDestroy_v2(self.0) };
+    }
+}
+
+/// The heap as the host pool's source of segments: one-thread kernels on the heap's stream;
+/// its calls run with the context current (the heap's methods bind it).
 struct Segments<'a>(&'a Heap);
 
 impl SegmentSource for Segments<'_> {
+    type Mark = Mark;
+
     fn claim(&self, k: u64) -> Result<Option<u32>> {
-        let out = crate::zeroed_u64s(1)?;
+        // Zeroed, launched and read back on the heap's stream, in this order.
+        let out = self.0.gpu.zeroed::<u64>(1)?;
         let (arg, o) = (self.0.arg(), out.as_device_ptr().as_raw());
         // SAFETY: veballoc_host_claim(heap, k, out) with one output word.
         unsafe { self.0.gpu.launch("veballoc_host_claim", 1, 1, crate::kernel_args![arg, k, o])? };
-        self.0.gpu.sync()?;
         let mut v = [0u64; 1];
-        CopyDestination::copy_to(&*out, &mut v[..]).during("cuMemcpyDtoH (host claim)")?;
+        self.0.gpu.copy_out(&out, &mut v[..])?;
         Ok((v[0] != u64::MAX).then_some(v[0] as u32))
     }
 
@@ -445,6 +523,32 @@ impl SegmentSource for Segments<'_> {
 
     fn segment_addr(&self, seg: u32) -> u64 {
         self.0.handle.mem + seg as u64 * SEGMENT_BYTES
+    }
+
+    fn record(&self, stream: StreamId) -> Result<Mark> {
+        let mut ev = std::ptr::null_mut();
+        let flags = cu::CUevent_flags_enum::CU_EVENT_DISABLE_TIMING as u32;
+        // SAFETY: writes one event handle.
+        driver(unsafe { cu::cuEventCreate(&mut ev, flags) }, "cuEventCreate")?;
+        let mark = Mark(ev);
+        // SAFETY: the event is live; the stream is the caller's (live during this call).
+        driver(unsafe { cu::cuEventRecord(mark.0, raw_stream(stream)) }, "cuEventRecord")?;
+        Ok(mark)
+    }
+
+    fn passed(&self, mark: &Mark) -> bool {
+        // SAFETY: the event is live.
+        unsafe { cu::cuEventQuery(mark.0) == cu::cudaError_enum::CUDA_SUCCESS }
+    }
+
+    fn wait(&self, stream: StreamId, mark: &Mark) -> Result<()> {
+        // SAFETY: the event is live; the stream is the caller's (live during this call).
+        driver(unsafe { cu::cuStreamWaitEvent(raw_stream(stream), mark.0, 0) }, "cuStreamWaitEvent")
+    }
+
+    fn sync(&self, stream: StreamId) -> Result<()> {
+        // SAFETY: the stream is the caller's (live during this call).
+        driver(unsafe { cu::cuStreamSynchronize(raw_stream(stream)) }, "cuStreamSynchronize (free_async)")
     }
 }
 
@@ -497,5 +601,59 @@ impl LazyHeap {
     /// Whether the heap exists yet.
     pub fn is_created(&self) -> bool {
         self.cell.get().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 10 item 8: every size a user may ask for gives a layout or a clear error (it
+    /// used to panic in veb.rs for 2^55 bytes and u64::MAX, give 0 segments for 2^56 and
+    /// 16 MiB for 2^56 + 16 MiB, and panic for a shard count not a power of two).
+    #[test]
+    fn heap_sizes_give_a_layout_or_a_clear_error() {
+        let max = HeapLayout::MAX_SEGMENTS as u64 * SEGMENT_BYTES;
+        for bytes in [1u64 << 55, 1 << 56, (1 << 56) + (1 << 24), u64::MAX, max + SEGMENT_BYTES] {
+            for checks in [false, true] {
+                match layout_for(bytes, DEFAULT_SHARDS, checks) {
+                    Err(Error::HeapSizeUnsupported { requested, maximum }) => {
+                        assert_eq!((requested, maximum), (bytes, max))
+                    }
+                    other => panic!("{bytes} bytes: {other:?}"),
+                }
+            }
+        }
+        assert!(matches!(layout_for(SEGMENT_BYTES - 1, 1, false), Err(Error::HeapTooSmall { .. })));
+        for shards in [3, 6, 255, u32::MAX] {
+            assert!(
+                matches!(layout_for(1 << 30, shards, false), Err(Error::InvalidShards(s)) if s == shards)
+            );
+        }
+        // The largest heap there is, and ordinary ones, round down to whole segments.
+        let l = layout_for(max + SEGMENT_BYTES - 1, DEFAULT_SHARDS, true).unwrap();
+        assert_eq!(l.num_segments, HeapLayout::MAX_SEGMENTS);
+        let l = layout_for((1 << 30) + 5, 0, false).unwrap();
+        assert_eq!((l.num_segments, l.shards), (64, 1));
+    }
+
+    /// Issue 10 item 13: heaps, lazy heaps and GPUs may be shared between threads (each
+    /// call binds the context); a context guard may not leave its thread.
+    #[test]
+    fn heaps_are_send_and_sync() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Heap>();
+        shareable::<LazyHeap>();
+        shareable::<Gpu>();
+    }
+
+    /// Issue 10 item 8: `trim_memory(u64::MAX)` keeps every free segment (it used to keep
+    /// none: `keep as u32` was 0).
+    #[test]
+    fn keep_bytes_saturate_at_the_heap() {
+        assert_eq!(keep_segments(u64::MAX, 64), 64);
+        assert_eq!(keep_segments(1 << 56, 64), 64);
+        assert_eq!(keep_segments(SEGMENT_BYTES + 1, 64), 2);
+        assert_eq!(keep_segments(0, 64), 0);
     }
 }

@@ -37,15 +37,26 @@ mod pool;
 pub use cust;
 pub use error::{Error, Result};
 pub use gpu::{
-    check_layout_stamp, ptx_checks, Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
+    check_layout_stamp, ptx_checks, Bound, Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
 };
 pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
 pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};
 pub use veballoc_kernels as kernels;
 pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};
 
-/// A device buffer of `n` zeroed u64s, for tests and benchmarks that pass arrays to kernels.
+/// A device buffer of `n` zeroed u64s, for tests and benchmarks that pass arrays to kernels,
+/// in the calling thread's current context (see [`Gpu::bind`]; [`Gpu::zeroed`] names the GPU).
+/// The zeroing is complete when this returns, so kernels on any stream see it: the memset
+/// runs on the legacy default stream, which does not order veballoc's non-blocking stream,
+/// and this waits for it.
 pub fn zeroed_u64s(n: usize) -> Result<cust::memory::DeviceBuffer<u64>> {
     use error::Context;
-    cust::memory::DeviceBuffer::<u64>::zeroed(n).during("cuMemAlloc")
+    let b = cust::memory::DeviceBuffer::<u64>::zeroed(n).during("cuMemAlloc")?;
+    // SAFETY: the null stream is the current context's legacy default stream, where the
+    // memset above was queued.
+    let r = unsafe { cust::sys::cuStreamSynchronize(std::ptr::null_mut()) };
+    if r != cust::sys::cudaError_enum::CUDA_SUCCESS {
+        return Err(Error::Driver { call: "cuStreamSynchronize (memset)", code: r as i32 });
+    }
+    Ok(b)
 }

@@ -8,12 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use cust::event::{Event, EventFlags, EventStatus};
-use cust::stream::Stream;
-
 use veballoc_kernels::SEGMENT_BYTES;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Error, Result};
 
 /// Granularity and alignment of host allocations (as `cudaMalloc`'s 256 bytes).
 pub const HOST_ALIGN: u64 = 256;
@@ -33,36 +30,52 @@ enum Origin {
     Run { seg: u32, k: u32 },
 }
 
-/// A range freed on a stream: reusable by that stream at once, by others once `event` (recorded
-/// on the stream at the free) has completed.
-struct Pending {
+/// A stream, named by its raw handle. The pool keeps it only as a key; the source turns it
+/// back into a stream only during the call that passed it (while the caller holds it live).
+/// A destroyed stream's handle may come back for a new stream: nothing here relies on the
+/// two being one (a reuse waits on the free's mark, see `Pool::take_pending_on`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct StreamId(pub usize);
+
+/// A range freed on a stream: reusable by other work once `mark` (recorded on the stream at
+/// the free) has passed, or earlier by work that waits for `mark` on the device.
+struct Pending<M> {
     addr: u64,
     bytes: u64,
-    stream: usize,
-    event: Event,
+    stream: StreamId,
+    mark: M,
 }
 
 /// What the pool asks its owner (the heap) to do on the device.
 pub(crate) trait SegmentSource {
+    /// A point in a stream's work (a CUDA event).
+    type Mark;
     /// Claims `k` contiguous segments; `None` when the heap has no such run.
     fn claim(&self, k: u64) -> Result<Option<u32>>;
     /// Returns `k` segments from `seg` to the device heap.
     fn release(&self, seg: u32, k: u32) -> Result<()>;
     /// Address of segment `seg`.
     fn segment_addr(&self, seg: u32) -> u64;
+    /// Marks the point `stream` has reached with the work queued on it so far.
+    fn record(&self, stream: StreamId) -> Result<Self::Mark>;
+    /// Whether the work before `mark` has run.
+    fn passed(&self, mark: &Self::Mark) -> bool;
+    /// Makes the work queued on `stream` from now on wait for `mark`.
+    fn wait(&self, stream: StreamId, mark: &Self::Mark) -> Result<()>;
+    /// Waits on the host for the work queued on `stream`.
+    fn sync(&self, stream: StreamId) -> Result<()>;
 }
 
-/// The host pool's state; the heap keeps it behind a mutex.
-#[derive(Default)]
-pub(crate) struct Pool {
+/// The host pool's state; the heap keeps it behind a mutex. `M` is the source's mark type.
+pub(crate) struct Pool<M> {
     free_by_size: BTreeSet<(u64, u64)>,
     free_by_addr: BTreeMap<u64, u64>,
     live: HashMap<u64, Origin>,
-    /// Pool segments (carved ones), by first address.
+    /// Pool segments (carved ones), by first address. Free ranges never span two of them.
     segments: BTreeMap<u64, u32>,
     /// Freed segment runs kept for reuse (under the release threshold), by length.
     idle_runs: BTreeMap<u32, Vec<u32>>,
-    pending: Vec<Pending>,
+    pending: Vec<Pending<M>>,
     /// Bytes of wholly free pool segments kept instead of returned to the device heap.
     pub release_threshold: u64,
     /// Bytes handed out (rounded), for statistics.
@@ -90,14 +103,19 @@ fn round_up(bytes: u64) -> u64 {
     bytes.max(1).div_ceil(HOST_ALIGN) * HOST_ALIGN
 }
 
-fn segment_of(addr: u64) -> u64 {
-    addr & !(SEGMENT_BYTES - 1)
-}
-
-impl Pool {
+impl<M> Pool<M> {
     /// An empty pool that keeps up to `release_threshold` bytes of idle segments.
     pub fn with_threshold(release_threshold: u64) -> Self {
-        Pool { release_threshold, ..Pool::default() }
+        Pool {
+            free_by_size: BTreeSet::new(),
+            free_by_addr: BTreeMap::new(),
+            live: HashMap::new(),
+            segments: BTreeMap::new(),
+            idle_runs: BTreeMap::new(),
+            pending: Vec::new(),
+            release_threshold,
+            bytes_live: 0,
+        }
     }
 
     fn insert_free(&mut self, addr: u64, bytes: u64) {
@@ -120,19 +138,22 @@ impl Pool {
         Some(addr)
     }
 
-    /// Puts a range back, merged with free neighbours in the same segment; returns the
-    /// merged range.
+    /// Puts a range back, merged with free neighbours in the same segment (two ranges that
+    /// touch at a segment's first address belong to different segments: the pool knows its
+    /// segments' addresses and assumes nothing about their alignment); returns the merged
+    /// range.
     fn merge_free(&mut self, mut addr: u64, mut bytes: u64) -> (u64, u64) {
         if let Some((&pa, &pb)) = self.free_by_addr.range(..addr).next_back() {
-            if pa + pb == addr && segment_of(pa) == segment_of(addr) {
+            if pa + pb == addr && !self.segments.contains_key(&addr) {
                 self.remove_free(pa, pb);
                 addr = pa;
                 bytes += pb;
             }
         }
-        if let Some(&nb) = self.free_by_addr.get(&(addr + bytes)) {
-            if segment_of(addr + bytes) == segment_of(addr) {
-                self.remove_free(addr + bytes, nb);
+        let end = addr + bytes;
+        if let Some(&nb) = self.free_by_addr.get(&end) {
+            if !self.segments.contains_key(&end) {
+                self.remove_free(end, nb);
                 bytes += nb;
             }
         }
@@ -147,17 +168,25 @@ impl Pool {
         (segs as u64 + runs) * SEGMENT_BYTES
     }
 
+    /// Keeps a freed run of `k` segments from `seg` for reuse.
+    fn keep_run(&mut self, seg: u32, k: u32) {
+        self.idle_runs.entry(k).or_default().push(seg);
+    }
+
     /// Returns wholly free pool segments to the device heap while more than `keep` bytes of
-    /// them remain.
-    fn release_idle(&mut self, src: &dyn SegmentSource, keep: u64) -> Result<()> {
+    /// them remain. A failed release leaves the pool as it was for that segment (a later
+    /// trim tries again).
+    fn release_idle<S: SegmentSource<Mark = M>>(&mut self, src: &S, keep: u64) -> Result<()> {
         // Kept runs go first (largest first): they are the least likely to be asked for again.
         while self.idle_bytes() > keep {
-            let Some(mut e) = self.idle_runs.last_entry() else { break };
-            let (k, seg) = (*e.key(), e.get_mut().pop().expect("no empty lists are kept"));
+            let Some((&k, runs)) = self.idle_runs.last_key_value() else { break };
+            let seg = *runs.last().expect("no empty lists are kept");
+            src.release(seg, k)?;
+            let mut e = self.idle_runs.last_entry().expect("the run released above");
+            e.get_mut().pop();
             if e.get().is_empty() {
                 e.remove();
             }
-            src.release(seg, k)?;
         }
         let idle: Vec<(u64, u32)> = self
             .segments
@@ -179,10 +208,10 @@ impl Pool {
     }
 
     /// Moves pending ranges whose stream has passed the free into the free lists.
-    fn settle_pending(&mut self) {
+    fn settle_pending<S: SegmentSource<Mark = M>>(&mut self, src: &S) {
         let mut i = 0;
         while i < self.pending.len() {
-            if matches!(self.pending[i].event.query(), Ok(EventStatus::Ready)) {
+            if src.passed(&self.pending[i].mark) {
                 let p = self.pending.swap_remove(i);
                 self.merge_free(p.addr, p.bytes);
             } else {
@@ -191,15 +220,28 @@ impl Pool {
         }
     }
 
-    /// Takes a range of `bytes` freed on `stream` (usable in that stream's order).
-    fn take_pending_on(&mut self, stream: usize, bytes: u64) -> Option<u64> {
-        let i = self
+    /// Takes `bytes` of a range freed on `stream` whose free may not have run yet, after
+    /// making `stream`'s later work wait for that free's mark: the order does not rest on
+    /// the stream being the one that freed it (a new stream may reuse a destroyed one's
+    /// handle). Only ranges freed on the same stream are taken, so that streams do not
+    /// start waiting for each other. `Ok(None)` when there is none.
+    fn take_pending_on<S: SegmentSource<Mark = M>>(
+        &mut self,
+        src: &S,
+        stream: StreamId,
+        bytes: u64,
+    ) -> Result<Option<u64>> {
+        let Some(i) = self
             .pending
             .iter()
             .enumerate()
             .filter(|(_, p)| p.stream == stream && p.bytes >= bytes)
-            .min_by_key(|(_, p)| p.bytes)?
-            .0;
+            .min_by_key(|(_, p)| p.bytes)
+            .map(|(i, _)| i)
+        else {
+            return Ok(None);
+        };
+        src.wait(stream, &self.pending[i].mark)?;
         let p = &mut self.pending[i];
         let addr = p.addr;
         if p.bytes == bytes {
@@ -208,12 +250,12 @@ impl Pool {
             p.addr += bytes;
             p.bytes -= bytes;
         }
-        Some(addr)
+        Ok(Some(addr))
     }
 
     /// Claims `k` segments from the device heap; when it has no such run, gives back what
     /// the pool keeps idle and tries once more.
-    fn claim(&mut self, src: &dyn SegmentSource, k: u64) -> Result<Option<u32>> {
+    fn claim<S: SegmentSource<Mark = M>>(&mut self, src: &S, k: u64) -> Result<Option<u32>> {
         match src.claim(k)? {
             Some(s) => Ok(Some(s)),
             None if self.idle_bytes() > 0 => {
@@ -224,31 +266,45 @@ impl Pool {
         }
     }
 
-    /// Allocates `bytes`; on `stream` (its address as an id) ranges freed on that stream
-    /// are reusable at once.
-    pub fn alloc(&mut self, src: &dyn SegmentSource, bytes: u64, stream: Option<usize>) -> Result<u64> {
+    /// Allocates `bytes`. With `stream`, ranges freed on that stream whose free has not run
+    /// yet are reusable too: the stream's later work waits for the free (see
+    /// `take_pending_on`), but the host must wait for the stream before touching them.
+    pub fn alloc<S: SegmentSource<Mark = M>>(
+        &mut self,
+        src: &S,
+        bytes: u64,
+        stream: Option<StreamId>,
+    ) -> Result<u64> {
         if bytes == 0 {
             return Err(Error::ZeroSizedAlloc);
         }
         if bytes > SUB_MAX_BYTES {
-            let k = bytes.div_ceil(SEGMENT_BYTES);
-            let kept = self.idle_runs.get_mut(&(k as u32)).and_then(|v| v.pop());
-            if self.idle_runs.get(&(k as u32)).is_some_and(|v| v.is_empty()) {
-                self.idle_runs.remove(&(k as u32));
+            // More segments than a u32 counts is more than any heap has.
+            let k = u32::try_from(bytes.div_ceil(SEGMENT_BYTES))
+                .map_err(|_| Error::OutOfMemory { requested: bytes })?;
+            let kept = self.idle_runs.get_mut(&k).and_then(|v| v.pop());
+            if self.idle_runs.get(&k).is_some_and(|v| v.is_empty()) {
+                self.idle_runs.remove(&k);
             }
             let seg = match kept {
                 Some(s) => s,
-                None => self.claim(src, k)?.ok_or(Error::OutOfMemory { requested: bytes })?,
+                None => self.claim(src, k as u64)?.ok_or(Error::OutOfMemory { requested: bytes })?,
             };
             let addr = src.segment_addr(seg);
-            self.live.insert(addr, Origin::Run { seg, k: k as u32 });
-            self.bytes_live += k * SEGMENT_BYTES;
+            self.live.insert(addr, Origin::Run { seg, k });
+            self.bytes_live += k as u64 * SEGMENT_BYTES;
             return Ok(addr);
         }
         let bytes = round_up(bytes);
-        self.settle_pending();
-        let addr = match self.take_fit(bytes).or_else(|| stream.and_then(|s| self.take_pending_on(s, bytes)))
-        {
+        self.settle_pending(src);
+        let fit = match self.take_fit(bytes) {
+            Some(a) => Some(a),
+            None => match stream {
+                Some(s) => self.take_pending_on(src, s, bytes)?,
+                None => None,
+            },
+        };
+        let addr = match fit {
             Some(a) => a,
             None => {
                 let seg = self.claim(src, 1)?.ok_or(Error::OutOfMemory { requested: bytes })?;
@@ -264,53 +320,68 @@ impl Pool {
     }
 
     /// Frees `addr` now (no kernel may still use it), or in `stream`'s order when given.
-    pub fn free(&mut self, src: &dyn SegmentSource, addr: u64, stream: Option<&Stream>) -> Result<()> {
-        let origin = self.live.remove(&addr).ok_or(Error::UnknownPointer(addr))?;
+    /// When a step that must come first fails (the stream sync before a run goes back, the
+    /// mark of a stream-ordered free), the allocation stays live and the error comes back;
+    /// when giving memory back to the device heap fails, the allocation is freed into the
+    /// pool (which keeps the memory; a later trim tries again) and the error comes back.
+    pub fn free<S: SegmentSource<Mark = M>>(
+        &mut self,
+        src: &S,
+        addr: u64,
+        stream: Option<StreamId>,
+    ) -> Result<()> {
+        let origin = *self.live.get(&addr).ok_or(Error::UnknownPointer(addr))?;
         match origin {
             Origin::Run { seg, k } => {
-                self.bytes_live -= k as u64 * SEGMENT_BYTES;
                 if let Some(s) = stream {
                     // The run goes back to the device heap, which kernels on any stream may
                     // allocate from: wait for the stream first.
-                    s.synchronize().during("cuStreamSynchronize (free_async of a segment run)")?;
+                    src.sync(s)?;
                 }
+                self.live.remove(&addr);
+                self.bytes_live -= k as u64 * SEGMENT_BYTES;
                 if self.idle_bytes() + k as u64 * SEGMENT_BYTES <= self.release_threshold {
-                    self.idle_runs.entry(k).or_default().push(seg);
+                    self.keep_run(seg, k);
                     Ok(())
                 } else {
-                    src.release(seg, k)
+                    src.release(seg, k).inspect_err(|_| self.keep_run(seg, k))
                 }
             }
-            Origin::Sub { bytes } => {
-                self.bytes_live -= bytes;
-                match stream {
-                    Some(s) => {
-                        let event = Event::new(EventFlags::DISABLE_TIMING).during("cuEventCreate")?;
-                        event.record(s).during("cuEventRecord")?;
-                        let id = s.as_inner() as usize;
-                        self.pending.push(Pending { addr, bytes, stream: id, event });
-                        Ok(())
-                    }
-                    None => {
-                        let (a, b) = self.merge_free(addr, bytes);
-                        if b == SEGMENT_BYTES
-                            && segment_of(a) == a
-                            && self.idle_bytes() > self.release_threshold
-                        {
-                            self.release_idle(src, self.release_threshold)?;
-                        }
-                        Ok(())
-                    }
+            Origin::Sub { bytes } => match stream {
+                Some(s) => {
+                    let mark = src.record(s)?;
+                    self.live.remove(&addr);
+                    self.bytes_live -= bytes;
+                    self.pending.push(Pending { addr, bytes, stream: s, mark });
+                    Ok(())
                 }
-            }
+                None => {
+                    self.live.remove(&addr);
+                    self.bytes_live -= bytes;
+                    let (a, b) = self.merge_free(addr, bytes);
+                    if b == SEGMENT_BYTES
+                        && self.segments.contains_key(&a)
+                        && self.idle_bytes() > self.release_threshold
+                    {
+                        self.release_idle(src, self.release_threshold)?;
+                    }
+                    Ok(())
+                }
+            },
         }
     }
 
     /// Returns every wholly free pool segment to the device heap (after settling what the
     /// streams have passed).
-    pub fn trim(&mut self, src: &dyn SegmentSource) -> Result<()> {
-        self.settle_pending();
+    pub fn trim<S: SegmentSource<Mark = M>>(&mut self, src: &S) -> Result<()> {
+        self.settle_pending(src);
         self.release_idle(src, 0)
+    }
+
+    /// Drops the marks of pending frees (the heap, going away, drops them with its context
+    /// current).
+    pub fn drop_pending(&mut self) {
+        self.pending.clear();
     }
 
     /// Bytes usable at a live host allocation.
@@ -336,14 +407,65 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::cell::RefCell;
+    use std::cell::{Cell, RefCell};
 
-    /// A fake device heap: a vector of free flags, first fit.
+    /// Where a fake heap's segment 0 lies: 16 MiB-aligned, or 2 MiB past a 16 MiB boundary
+    /// (as `cuMemAlloc` may place it).
+    const ALIGNED_BASE: u64 = 1 << 40;
+    const UNALIGNED_BASE: u64 = (1 << 40) + (2 << 20);
+
+    /// Which of the fake's calls fail (with a driver error) while set.
+    #[derive(Clone, Copy, Debug, Default)]
+    struct Failing {
+        release: bool,
+        record: bool,
+        wait: bool,
+        sync: bool,
+    }
+
+    fn injected(call: &'static str) -> Error {
+        Error::Driver { call, code: 999 }
+    }
+
+    /// A fake device heap: a vector of free flags, first fit; marks are numbers that pass
+    /// when the test says so; waits are logged.
     struct Fake {
         free: RefCell<Vec<bool>>,
+        base: u64,
+        fail: Cell<Failing>,
+        next_mark: Cell<u64>,
+        passed: RefCell<Vec<u64>>,
+        waits: RefCell<Vec<(StreamId, u64)>>,
+    }
+
+    impl Fake {
+        fn new(segments: usize) -> Self {
+            Self::at(segments, ALIGNED_BASE)
+        }
+
+        fn at(segments: usize, base: u64) -> Self {
+            Fake {
+                free: RefCell::new(vec![true; segments]),
+                base,
+                fail: Cell::new(Failing::default()),
+                next_mark: Cell::new(0),
+                passed: RefCell::new(Vec::new()),
+                waits: RefCell::new(Vec::new()),
+            }
+        }
+
+        fn all_free(&self) -> bool {
+            self.free.borrow().iter().all(|&x| x)
+        }
+
+        fn claimed(&self) -> usize {
+            self.free.borrow().iter().filter(|&&x| !x).count()
+        }
     }
 
     impl SegmentSource for Fake {
+        type Mark = u64;
+
         fn claim(&self, k: u64) -> Result<Option<u32>> {
             let mut f = self.free.borrow_mut();
             let k = k as usize;
@@ -357,6 +479,9 @@ mod tests {
             Ok(Some(s as u32))
         }
         fn release(&self, seg: u32, k: u32) -> Result<()> {
+            if self.fail.get().release {
+                return Err(injected("release"));
+            }
             let mut f = self.free.borrow_mut();
             for x in &mut f[seg as usize..(seg + k) as usize] {
                 assert!(!*x, "released a free segment");
@@ -365,14 +490,37 @@ mod tests {
             Ok(())
         }
         fn segment_addr(&self, seg: u32) -> u64 {
-            (1 << 40) + seg as u64 * SEGMENT_BYTES
+            self.base + seg as u64 * SEGMENT_BYTES
+        }
+        fn record(&self, _stream: StreamId) -> Result<u64> {
+            if self.fail.get().record {
+                return Err(injected("record"));
+            }
+            self.next_mark.set(self.next_mark.get() + 1);
+            Ok(self.next_mark.get())
+        }
+        fn passed(&self, mark: &u64) -> bool {
+            self.passed.borrow().contains(mark)
+        }
+        fn wait(&self, stream: StreamId, mark: &u64) -> Result<()> {
+            if self.fail.get().wait {
+                return Err(injected("wait"));
+            }
+            self.waits.borrow_mut().push((stream, *mark));
+            Ok(())
+        }
+        fn sync(&self, _stream: StreamId) -> Result<()> {
+            if self.fail.get().sync {
+                return Err(injected("sync"));
+            }
+            Ok(())
         }
     }
 
     #[test]
     fn best_fit_split_merge_and_release() {
-        let src = Fake { free: RefCell::new(vec![true; 8]) };
-        let mut pool = Pool::default();
+        let src = Fake::new(8);
+        let mut pool = Pool::with_threshold(0);
         let a = pool.alloc(&src, 1000, None).unwrap();
         let b = pool.alloc(&src, 3000, None).unwrap();
         let c = pool.alloc(&src, 1, None).unwrap();
@@ -383,20 +531,20 @@ mod tests {
         assert_eq!(d, b);
         let big = pool.alloc(&src, 40 << 20, None).unwrap();
         assert_eq!(pool.size_of(big), Some(3 * SEGMENT_BYTES));
-        assert_eq!(src.free.borrow().iter().filter(|&&x| !x).count(), 4);
+        assert_eq!(src.claimed(), 4);
         for p in [a, c, d, big] {
             pool.free(&src, p, None).unwrap();
         }
         assert!(matches!(pool.free(&src, a, None), Err(Error::UnknownPointer(_))));
         // Everything merged back into one whole segment; threshold 0 returned it.
         assert_eq!(pool.stats(), PoolStats::default());
-        assert!(src.free.borrow().iter().all(|&x| x));
+        assert!(src.all_free());
     }
 
     #[test]
     fn threshold_keeps_idle_segments_and_trim_returns_them() {
-        let src = Fake { free: RefCell::new(vec![true; 8]) };
-        let mut pool = Pool { release_threshold: 2 * SEGMENT_BYTES, ..Pool::default() };
+        let src = Fake::new(8);
+        let mut pool = Pool::with_threshold(2 * SEGMENT_BYTES);
         let ps: Vec<u64> = (0..3).map(|_| pool.alloc(&src, SUB_MAX_BYTES, None).unwrap()).collect();
         let more: Vec<u64> = (0..6).map(|_| pool.alloc(&src, SUB_MAX_BYTES, None).unwrap()).collect();
         assert_eq!(pool.stats().pool_segments, 3, "4 MiB requests, 4 per segment");
@@ -406,12 +554,12 @@ mod tests {
         assert_eq!(pool.stats().pool_segments, 2, "two idle segments kept under the threshold");
         pool.trim(&src).unwrap();
         assert_eq!(pool.stats().pool_segments, 0);
-        assert!(src.free.borrow().iter().all(|&x| x));
+        assert!(src.all_free());
     }
 
     #[test]
     fn freed_runs_under_the_threshold_are_reused() {
-        let src = Fake { free: RefCell::new(vec![true; 8]) };
+        let src = Fake::new(8);
         let mut pool = Pool::with_threshold(4 * SEGMENT_BYTES);
         let a = pool.alloc(&src, 40 << 20, None).unwrap();
         pool.free(&src, a, None).unwrap();
@@ -423,13 +571,13 @@ mod tests {
         assert_eq!(pool.stats().idle_run_segments, 3, "over the threshold: released");
         pool.trim(&src).unwrap();
         assert_eq!(pool.stats(), PoolStats::default());
-        assert!(src.free.borrow().iter().all(|&x| x));
+        assert!(src.all_free());
     }
 
     #[test]
     fn out_of_memory_and_zero_are_errors() {
-        let src = Fake { free: RefCell::new(vec![true; 2]) };
-        let mut pool = Pool::default();
+        let src = Fake::new(2);
+        let mut pool = Pool::with_threshold(0);
         assert!(matches!(pool.alloc(&src, 0, None), Err(Error::ZeroSizedAlloc)));
         assert!(matches!(pool.alloc(&src, 3 * SEGMENT_BYTES, None), Err(Error::OutOfMemory { .. })));
         let a = pool.alloc(&src, 2 * SEGMENT_BYTES, None).unwrap();
@@ -438,7 +586,7 @@ mod tests {
         assert!(pool.alloc(&src, 1, None).is_ok());
         // Idle memory the pool keeps is given back when the heap runs out.
         let mut keeper = Pool::with_threshold(2 * SEGMENT_BYTES);
-        let src2 = Fake { free: RefCell::new(vec![true; 2]) };
+        let src2 = Fake::new(2);
         let r = keeper.alloc(&src2, 2 * SEGMENT_BYTES, None).unwrap();
         keeper.free(&src2, r, None).unwrap();
         assert_eq!(keeper.stats().idle_run_segments, 2);
@@ -449,9 +597,17 @@ mod tests {
 
     #[test]
     fn many_random_allocations_never_overlap() {
+        for base in [ALIGNED_BASE, UNALIGNED_BASE] {
+            random_allocations(base);
+        }
+    }
+
+    /// Random allocations and frees: no two overlap, no carved one spans two segments, and
+    /// everything goes back in the end.
+    fn random_allocations(base: u64) {
         use rand::{Rng, SeedableRng};
-        let src = Fake { free: RefCell::new(vec![true; 64]) };
-        let mut pool = Pool::default();
+        let src = Fake::at(64, base);
+        let mut pool = Pool::with_threshold(0);
         let mut rng = rand::rngs::StdRng::seed_from_u64(5);
         let mut live: Vec<(u64, u64)> = Vec::new();
         for step in 0..20_000 {
@@ -469,12 +625,149 @@ mod tests {
                 let mut v = live.clone();
                 v.sort();
                 assert!(v.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "overlap at step {step}");
+                let seg = |a: u64| (a - base) / SEGMENT_BYTES;
+                assert!(
+                    v.iter().all(|&(p, n)| n > SUB_MAX_BYTES || seg(p) == seg(p + n - 1)),
+                    "a carved allocation spans two segments at step {step}"
+                );
             }
         }
         for (p, _) in live {
             pool.free(&src, p, None).unwrap();
         }
         pool.trim(&src).unwrap();
-        assert!(src.free.borrow().iter().all(|&x| x));
+        assert!(src.all_free());
+    }
+
+    /// Issue 10 item 9: segment 0 2 MiB past a 16 MiB boundary. Filling two segments with
+    /// 1 MiB allocations and freeing them all must merge each segment back into one range
+    /// and return both (the pool used to cut ranges at 16 MiB boundaries of the address
+    /// space, leaving each segment in two pieces that were never released).
+    #[test]
+    fn an_unaligned_heap_base_merges_and_releases_whole_segments() {
+        let src = Fake::at(2, UNALIGNED_BASE);
+        let mut pool = Pool::with_threshold(0);
+        let mib = 1 << 20;
+        let per_segment = (SEGMENT_BYTES / mib) as usize;
+        let ps: Vec<u64> = (0..2 * per_segment).map(|_| pool.alloc(&src, mib, None).unwrap()).collect();
+        assert_eq!(src.claimed(), 2);
+        for (i, &p) in ps.iter().enumerate() {
+            assert_eq!(p, UNALIGNED_BASE + i as u64 * mib, "packed from segment 0");
+        }
+        // Free in an order that makes every merge happen in both directions.
+        for &p in ps.iter().step_by(2).chain(ps.iter().skip(1).step_by(2)) {
+            pool.free(&src, p, None).unwrap();
+        }
+        assert_eq!(pool.stats(), PoolStats::default(), "both segments merged and returned");
+        assert!(src.all_free());
+    }
+
+    /// Issue 10 item 8: a run of more segments than a u32 counts is out of memory (it used
+    /// to be truncated: `k as u32` turned 2^32 + 1 segments into 1 and handed out a kept run).
+    #[test]
+    fn runs_beyond_u32_segments_are_out_of_memory() {
+        let src = Fake::new(4);
+        let mut pool = Pool::with_threshold(4 * SEGMENT_BYTES);
+        let a = pool.alloc(&src, 8 << 20, None).unwrap();
+        pool.free(&src, a, None).unwrap();
+        assert_eq!(pool.stats().idle_run_segments, 1, "the run is kept");
+        for huge in [(1u64 << 56) + (1 << 24), (1 << 56) + 1, u64::MAX] {
+            assert!(
+                matches!(pool.alloc(&src, huge, None), Err(Error::OutOfMemory { requested }) if requested == huge),
+                "{huge} bytes"
+            );
+        }
+        assert_eq!(pool.stats().idle_run_segments, 1, "the kept run is still kept");
+        pool.trim(&src).unwrap();
+        assert!(src.all_free());
+    }
+
+    /// Issue 10 item 12: a stream-ordered free whose first step fails (the stream sync
+    /// before a run goes back, the mark of a carved range) leaves the allocation live, so
+    /// that it can be freed again (it used to leave `live` first: a leak, and
+    /// `UnknownPointer` on the retry).
+    #[test]
+    fn a_failed_stream_free_leaves_the_allocation_live() {
+        let src = Fake::new(4);
+        let mut pool = Pool::with_threshold(0);
+        let s = StreamId(0x10);
+        let run = pool.alloc(&src, 40 << 20, Some(s)).unwrap();
+        let sub = pool.alloc(&src, 1000, Some(s)).unwrap();
+        src.fail.set(Failing { sync: true, record: true, ..Failing::default() });
+        assert!(matches!(pool.free(&src, run, Some(s)), Err(Error::Driver { call: "sync", .. })));
+        assert!(matches!(pool.free(&src, sub, Some(s)), Err(Error::Driver { call: "record", .. })));
+        assert_eq!((pool.size_of(run), pool.size_of(sub)), (Some(3 * SEGMENT_BYTES), Some(1024)));
+        assert_eq!(pool.stats().allocations, 2);
+        src.fail.set(Failing::default());
+        pool.free(&src, run, Some(s)).unwrap();
+        pool.free(&src, sub, Some(s)).unwrap();
+        src.passed.borrow_mut().push(src.next_mark.get());
+        pool.trim(&src).unwrap();
+        assert_eq!(pool.stats(), PoolStats::default());
+        assert!(src.all_free());
+    }
+
+    /// Issue 10 item 12: a failed release loses nothing: kept runs and idle segments stay in
+    /// the pool (a run used to be taken off the kept list before its release, and was lost
+    /// when the release failed), and a freed run over the threshold is kept; a later trim
+    /// returns everything.
+    #[test]
+    fn failed_releases_lose_nothing() {
+        let src = Fake::new(8);
+        let mut pool = Pool::with_threshold(3 * SEGMENT_BYTES);
+        let run = pool.alloc(&src, 2 * SEGMENT_BYTES, None).unwrap();
+        let sub = pool.alloc(&src, 1 << 20, None).unwrap();
+        let big = pool.alloc(&src, 4 * SEGMENT_BYTES, None).unwrap();
+        pool.free(&src, run, None).unwrap();
+        pool.free(&src, sub, None).unwrap();
+        assert_eq!((pool.stats().idle_run_segments, pool.stats().pool_segments), (2, 1), "kept");
+        src.fail.set(Failing { release: true, ..Failing::default() });
+        assert!(pool.trim(&src).is_err());
+        assert_eq!((pool.stats().idle_run_segments, pool.stats().pool_segments), (2, 1), "still kept");
+        // Over the threshold: the release fails, the run is freed into the pool.
+        assert!(pool.free(&src, big, None).is_err());
+        assert_eq!(pool.size_of(big), None, "freed");
+        assert_eq!(pool.stats().idle_run_segments, 6, "kept after the failed release");
+        src.fail.set(Failing::default());
+        pool.trim(&src).unwrap();
+        assert_eq!(pool.stats(), PoolStats::default());
+        assert!(src.all_free(), "nothing stranded");
+    }
+
+    /// Issue 10 item 11: an allocation on a stream may reuse a range freed on that stream
+    /// before the free has run, and then makes the stream wait for the free's mark, so the
+    /// order does not rest on the stream id (a new stream may get a destroyed one's handle).
+    /// A failed wait loses nothing. Other streams wait for the mark to pass.
+    #[test]
+    fn reusing_a_pending_free_waits_for_it() {
+        let src = Fake::new(1);
+        let mut pool = Pool::with_threshold(SEGMENT_BYTES);
+        let (s1, s2) = (StreamId(0x10), StreamId(0x20));
+        let quarter = SEGMENT_BYTES / 4;
+        let ps: Vec<u64> = (0..4).map(|_| pool.alloc(&src, quarter, Some(s1)).unwrap()).collect();
+        pool.free(&src, ps[0], Some(s1)).unwrap();
+        let m1 = src.next_mark.get();
+        assert!(
+            matches!(pool.alloc(&src, quarter, Some(s2)), Err(Error::OutOfMemory { .. })),
+            "another stream does not take a range whose free has not run"
+        );
+        assert!(src.waits.borrow().is_empty());
+        assert_eq!(pool.alloc(&src, quarter, Some(s1)).unwrap(), ps[0], "the same stream reuses it");
+        assert_eq!(*src.waits.borrow(), vec![(s1, m1)], "after waiting for the free's mark");
+        // A failed wait: an error, and the pending range stays pending.
+        pool.free(&src, ps[1], Some(s1)).unwrap();
+        src.fail.set(Failing { wait: true, ..Failing::default() });
+        assert!(matches!(pool.alloc(&src, quarter, Some(s1)), Err(Error::Driver { call: "wait", .. })));
+        assert_eq!(pool.stats().pending, 1);
+        src.fail.set(Failing::default());
+        // Once the mark has passed, the range is free for anyone.
+        src.passed.borrow_mut().push(src.next_mark.get());
+        assert_eq!(pool.alloc(&src, quarter, Some(s2)).unwrap(), ps[1]);
+        assert_eq!(pool.stats().pending, 0);
+        for &p in &ps {
+            pool.free(&src, p, None).unwrap();
+        }
+        pool.trim(&src).unwrap();
+        assert!(src.all_free());
     }
 }

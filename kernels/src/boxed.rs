@@ -1,8 +1,14 @@
 //! Typed, owned handles for kernels: `DBox<T>` (one value) and `DVec<T>` (a growable array)
 //! allocated from a `DeviceHeap` and freed on drop, with `size_of`/`align_of` respected.
-//! Slices are aligned to their (power-of-two) size, whole blocks to the block size and runs
-//! to 16 MiB, and `size_of::<T>()` is a multiple of `align_of::<T>()`, so asking for the
-//! size is enough for any alignment up to 16 MiB.
+//!
+//! Alignment: slices are aligned to their (power-of-two) size, whole blocks to the block
+//! size and runs to 16 MiB, all counted from segment 0 (`DeviceHeap::mem`), and
+//! `size_of::<T>()` is a multiple of `align_of::<T>()`; so asking for the size gives an
+//! address aligned for `T` whenever segment 0 itself is: the host runtime's heaps start at a
+//! multiple of 16 MiB, the CPU heap (`cpu::CpuHeap`) at a multiple of 4 KiB. On a heap less
+//! aligned than `T`, `DBox::new` and `DVec::push` give the value back (as when the heap is
+//! full) instead of misplacing it. A type aligned to more than 16 MiB (`MAX_ALIGN`) is
+//! refused at compile time. Zero-sized values take no memory, whatever their alignment.
 //!
 //! To keep a structure past the kernel that built it (a graph's adjacency lists, say), turn
 //! the handle into its raw form (`DBox::into_raw`, `DVec::into_raw`: plain pointers and
@@ -22,14 +28,43 @@ use core::ptr::NonNull;
 use crate::heap::DeviceHeap;
 use crate::SEGMENT_BYTES;
 
-/// Bytes to ask the heap for `n` values of `T` (`None` on overflow or an alignment the heap
-/// cannot give).
+/// Largest alignment of a (sized) `DBox`/`DVec` element: a segment, the largest alignment the
+/// allocator gives. A type aligned to more does not compile:
+///
+/// ```compile_fail
+/// #[repr(align(33554432))] // 32 MiB
+/// struct TooAligned(u8);
+/// let heap = veballoc_kernels::DeviceHeap { mem: 0, meta: 0 };
+/// let _ = veballoc_kernels::DBox::new(&heap, TooAligned(1));
+/// ```
+pub const MAX_ALIGN: usize = SEGMENT_BYTES as usize;
+
+/// Compile-time refusal of element types the heap cannot align.
+struct Fits<T>(PhantomData<T>);
+
+impl<T> Fits<T> {
+    const ALIGN: () = assert!(
+        size_of::<T>() == 0 || align_of::<T>() <= MAX_ALIGN,
+        "DBox/DVec: the heap aligns allocations to at most 16 MiB (MAX_ALIGN)"
+    );
+}
+
+/// Bytes to ask `heap` for `n` values of `T` (`None` on overflow, or when the heap's segment
+/// 0 is less aligned than `T`, so that an allocation aligned relative to it would not be
+/// aligned absolutely; see the module doc).
 #[inline(always)]
-fn bytes_for<T>(n: u64) -> Option<u64> {
-    if align_of::<T>() as u64 > SEGMENT_BYTES {
+fn bytes_for<T>(heap: &DeviceHeap, n: u64) -> Option<u64> {
+    let () = Fits::<T>::ALIGN;
+    if heap.mem & (align_of::<T>() as u64 - 1) != 0 {
         return None;
     }
     (size_of::<T>() as u64).checked_mul(n)
+}
+
+/// Checks (in debug builds) that `p`, fresh from the heap, is aligned for `T`.
+#[inline(always)]
+fn debug_check_aligned<T>(p: *mut T) {
+    debug_assert!(p.is_aligned(), "the heap returned an address misaligned for the type");
 }
 
 /// One `T` in a heap, freed (after dropping the value) when the box is dropped.
@@ -39,18 +74,19 @@ pub struct DBox<'h, T> {
 }
 
 impl<'h, T> DBox<'h, T> {
-    /// Moves `value` into the heap; gives it back when the heap is full.
+    /// Moves `value` into the heap; gives it back when the heap is full, or when its memory
+    /// is less aligned than `T` (see the module doc). A zero-sized `T` takes no memory.
     pub fn new(heap: &'h DeviceHeap, value: T) -> Result<Self, T> {
-        let ptr = match bytes_for::<T>(1) {
-            Some(0) => NonNull::dangling(),
-            Some(bytes) => match NonNull::new(heap.malloc(bytes) as *mut T) {
-                Some(p) => p,
-                None => return Err(value),
-            },
-            None => return Err(value),
-        };
+        let () = Fits::<T>::ALIGN;
+        if size_of::<T>() == 0 {
+            // Like `Box`: nothing to allocate; a dangling pointer is aligned and non-null.
+            return Ok(DBox { ptr: NonNull::dangling(), heap });
+        }
+        let Some(bytes) = bytes_for::<T>(heap, 1) else { return Err(value) };
+        let Some(ptr) = NonNull::new(heap.malloc(bytes) as *mut T) else { return Err(value) };
+        debug_check_aligned(ptr.as_ptr());
         // SAFETY: ptr is valid for a T (fresh allocation of size_of::<T>() bytes, aligned as
-        // the module doc explains, or dangling for a zero-sized T).
+        // the module doc explains: bytes_for checked segment 0's alignment).
         unsafe { ptr.as_ptr().write(value) };
         Ok(DBox { ptr, heap })
     }
@@ -171,26 +207,30 @@ impl<'h, T> DVec<'h, T> {
         self.raw.cap
     }
 
-    /// Makes room for `extra` more elements; false when the heap is full (nothing changes).
+    /// Makes room for `extra` more elements; false when the heap is full, or less aligned
+    /// than `T` (see the module doc); nothing changes then.
     pub fn reserve(&mut self, extra: u64) -> bool {
+        let () = Fits::<T>::ALIGN;
         let Some(need) = self.raw.len.checked_add(extra) else { return false };
         if need <= self.raw.cap || size_of::<T>() == 0 {
             return true;
         }
         let min = MIN_CAPACITY_BYTES.div_ceil(size_of::<T>() as u64).max(4);
         let cap = need.max(self.raw.cap.saturating_mul(2)).max(min);
-        let Some(bytes) = bytes_for::<T>(cap) else { return false };
+        let Some(bytes) = bytes_for::<T>(self.heap, cap) else { return false };
         // realloc moves the elements bitwise, which is how Rust moves values.
         let p = self.heap.realloc(self.raw.ptr as *mut u8, bytes) as *mut T;
         if p.is_null() {
             return false;
         }
+        debug_check_aligned(p);
         self.raw.ptr = p;
         self.raw.cap = cap;
         true
     }
 
-    /// Appends `value`; gives it back when the heap is full.
+    /// Appends `value`; gives it back when `reserve(1)` fails (the heap is full, or less
+    /// aligned than `T`).
     pub fn push(&mut self, value: T) -> Result<(), T> {
         if !self.reserve(1) {
             return Err(value);

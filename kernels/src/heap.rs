@@ -174,6 +174,45 @@ impl HeapLayout {
 const _: () = assert!(core::mem::size_of::<HeapLayout>() as u64 <= HEADER_BYTES);
 const _: () = assert!(core::mem::size_of::<HeapLayout>().is_multiple_of(8));
 
+/// The checked forms of `HeapLayout::new` and `HeapLayout::segments_for_bytes`, for sizes
+/// that come from users.
+impl HeapLayout {
+    /// Most segments a heap may have (2^24: 256 TiB): block keys
+    /// (`segment * MAX_BLOCKS_PER_SEGMENT + block`) are 32-bit.
+    pub const MAX_SEGMENTS: u32 = (u32::MAX / MAX_BLOCKS_PER_SEGMENT) + 1;
+
+    /// As `new`, or `None` where `new` would panic or build a heap the allocator cannot
+    /// address: no segments, more than `MAX_SEGMENTS`, or `shards` not a power of two.
+    pub const fn try_new(num_segments: u32, shards: u32, checks: bool) -> Option<Self> {
+        if num_segments == 0 || num_segments > Self::MAX_SEGMENTS || !shards.is_power_of_two() {
+            return None;
+        }
+        let n = num_segments as u64;
+        if VebLayout::try_new(n).is_none() {
+            return None;
+        }
+        let mut c = 0;
+        while c < NUM_CLASSES {
+            if VebLayout::try_new(n * blocks_per_segment(c) as u64).is_none() {
+                return None;
+            }
+            c += 1;
+        }
+        Some(Self::new(num_segments, shards, checks))
+    }
+
+    /// Whole segments in `bytes` (rounded down), or `None` when that is none or more than
+    /// `MAX_SEGMENTS` (where `segments_for_bytes` rounds up to one, or truncates).
+    pub const fn checked_segments_for_bytes(bytes: u64) -> Option<u32> {
+        let s = bytes >> SEGMENT_SHIFT;
+        if s == 0 || s > Self::MAX_SEGMENTS as u64 {
+            None
+        } else {
+            Some(s as u32)
+        }
+    }
+}
+
 impl HeapLayout {
     /// The layout as the words of the metadata header.
     pub fn header_words(&self) -> [u64; (HEADER_BYTES / 8) as usize] {

@@ -76,6 +76,16 @@ impl VebLayout {
         self.total_words - WINDOW_WORDS
     }
 
+    /// Layout for `universe` indices, or `None` when `MAX_LEVELS` levels of 64-bit words
+    /// cannot summarise that many (more than 64^6 = 2^36), where `new` panics.
+    pub const fn try_new(universe: u64) -> Option<Self> {
+        if universe > WORD_BITS.pow(MAX_LEVELS as u32) {
+            None
+        } else {
+            Some(Self::new(universe))
+        }
+    }
+
     /// Number of bits at `level`.
     #[inline(always)]
     pub const fn bits(&self, level: u32) -> u64 {
