@@ -6,7 +6,9 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::{Gpu, Heap};
 
 const BLOCK: u32 = 256;
-const HEAP: u64 = 2 << 30;
+/// 8 GiB: a thread block whose thread 0 asks for 4 KiB takes from its multiprocessor's current
+/// block of 4 KiB slices, a whole 16 MiB segment: 132 of them take 2.1 GiB.
+const HEAP: u64 = 8 << 30;
 
 fn gpu() -> Gpu {
     let g = Gpu::new().expect("this test needs a CUDA GPU");
@@ -188,7 +190,9 @@ fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
 fn gpu_current_blocks_do_not_pin_the_heap() {
     let gpu = gpu();
     let heap = Heap::new(&gpu, 256 << 20).unwrap();
-    let n = 64 * 1024;
+    // 132 KiB-slices' worth per multiprocessor at most: the blocks are left partly handed out
+    // (a heap of 16 blocks of 4096 slices cannot be handed out whole by 33792 requests).
+    let n = 132 * 256;
     let ptrs = malloc_n(&gpu, &heap, n, 4096);
     assert!(ptrs.iter().all(|&p| p != 0));
     free_all(&gpu, &heap, &ptrs);

@@ -61,27 +61,34 @@ pub const SWEEP_WAIT_NS: u64 = 100_000_000;
 pub const MAX_WAIT_ROUNDS: u32 = 1 << 20;
 
 /// A bounded wait for another thread's progress: exponential backoff until a deadline on the
-/// GPU's global timer (or `MAX_WAIT_ROUNDS` sleeps).
+/// GPU's global timer (or `MAX_WAIT_ROUNDS` sleeps). The clock is first read at the first
+/// sleep, so that paths that never wait never read it.
 #[cfg_attr(loom, allow(dead_code))] // its users are not part of the loom build
 pub(crate) struct Wait {
     ns: u32,
+    budget_ns: u64,
+    /// 0 until the first sleep.
     deadline: u64,
     rounds: u32,
 }
 
 #[cfg_attr(loom, allow(dead_code))]
 impl Wait {
-    /// A wait of at most `budget_ns` from now.
+    /// A wait of at most `budget_ns` from its first sleep.
     #[inline(always)]
     pub(crate) fn new(budget_ns: u64) -> Self {
-        Self { ns: BACKOFF_MIN_NS, deadline: arch::globaltimer().saturating_add(budget_ns), rounds: 0 }
+        Self { ns: BACKOFF_MIN_NS, budget_ns, deadline: 0, rounds: 0 }
     }
 
     /// Sleeps once (`ns`, doubling up to `BACKOFF_MAX_NS`); false, without sleeping, once the
     /// budget is spent.
     #[inline(always)]
     pub(crate) fn sleep(&mut self) -> bool {
-        if self.rounds >= MAX_WAIT_ROUNDS || arch::globaltimer() > self.deadline {
+        let now = arch::globaltimer();
+        if self.deadline == 0 {
+            self.deadline = now.saturating_add(self.budget_ns);
+        }
+        if self.rounds >= MAX_WAIT_ROUNDS || now > self.deadline {
             return false;
         }
         self.rounds += 1;

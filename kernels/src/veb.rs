@@ -30,6 +30,13 @@ pub const WORD_CLAIM_TRIES: u32 = WORD_BITS as u32;
 pub const RUN_CLAIM_TRIES: u32 = 8;
 /// Words after the levels: the clear-window counters (started, ended).
 pub const WINDOW_WORDS: u32 = 2;
+/// Searches through the summaries that a clear window may overlap before a search falls back
+/// to scanning the leaves (which costs a load per 64 indices: 2048 loads for the 16-byte
+/// class of an 8 GiB heap). Each retry first waits for the windows open at that moment to end.
+pub const QUIET_SEARCH_TRIES: u32 = 4;
+/// Sleeps a search waits for open clear windows to end (each is a few atomics) before it
+/// searches again anyway.
+pub const WINDOW_WAIT_ROUNDS: u32 = 16;
 
 /// Where each level of a tree lives, in words from the tree's first word.
 #[repr(C)]
@@ -255,15 +262,39 @@ impl<'a> Veb<'a> {
         snap.0 == snap.1 && self.windows().0.load_relaxed() == snap.1
     }
 
-    /// Runs `search` through the summaries, and once more over the exact leaves if it found
-    /// nothing while a clear window may have hidden an index from it.
+    /// Runs `search` through the summaries. If it found nothing while a clear window may
+    /// have hidden an index from it, it waits for the windows open then to end (their re-sets
+    /// are visible after that) and searches again, up to `QUIET_SEARCH_TRIES` times; then once
+    /// over the exact leaves.
     #[inline(always)]
     fn search_exactly<T>(&self, search: impl Fn(bool) -> Option<T>) -> Option<T> {
-        let snap = self.quiet_snapshot();
-        match search(false) {
-            Some(r) => Some(r),
-            None if self.stayed_quiet(snap) => None,
-            None => search(true),
+        let mut snap = self.quiet_snapshot();
+        for _ in 0..QUIET_SEARCH_TRIES {
+            match search(false) {
+                Some(r) => return Some(r),
+                None if self.stayed_quiet(snap) => return None,
+                None => {}
+            }
+            self.wait_for_open_windows();
+            snap = self.quiet_snapshot();
+        }
+        search(true)
+    }
+
+    /// Waits (briefly, bounded) until the clear windows open now have ended.
+    #[inline(never)]
+    fn wait_for_open_windows(&self) {
+        let (started, ended) = self.windows();
+        // Acquire: as in quiet_snapshot.
+        let open = started.load_acquire();
+        let mut ns = crate::BACKOFF_MIN_NS;
+        for _ in 0..WINDOW_WAIT_ROUNDS {
+            // Acquire: the ended windows' re-sets are visible to the next search.
+            if ended.load_acquire() >= open {
+                return;
+            }
+            crate::arch::nanosleep(ns);
+            ns = (ns * 2).min(crate::BACKOFF_MAX_NS);
         }
     }
 
