@@ -1,0 +1,328 @@
+//! Recording a run: JSON and CSV with the GPU, driver, date and git revision, and the SVG plots.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::common::{Bench, Point, Res, BLOCK};
+use crate::plot;
+use crate::single::{GALLATIN_H100, GALLATIN_MIXED_H100};
+
+#[derive(Serialize)]
+pub(crate) struct Report<'a> {
+    pub(crate) gpu: String,
+    pub(crate) driver: i32,
+    pub(crate) date_utc: String,
+    pub(crate) git_rev: &'static str,
+    pub(crate) threads: u64,
+    pub(crate) iters: u32,
+    pub(crate) heap_bytes: u64,
+    pub(crate) block: u32,
+    pub(crate) max_registers: u32,
+    pub(crate) points: &'a [Point],
+    pub(crate) frag: &'a [FragPoint],
+    pub(crate) oom: &'a [OomPoint],
+}
+
+/// Address range handed out vs live bytes after one alloc round.
+#[derive(Serialize, Clone)]
+pub(crate) struct FragPoint {
+    pub(crate) allocator: String,
+    /// Size, or the maximum for mixed sizes.
+    pub(crate) size: u64,
+    pub(crate) mixed: bool,
+    pub(crate) round: u32,
+    pub(crate) threads: u64,
+    /// Highest address + its size - lowest address.
+    pub(crate) range_bytes: u64,
+    /// Bytes requested (N*S, or the sum of the mixed sizes).
+    pub(crate) live_bytes: u64,
+    pub(crate) ratio: f64,
+}
+
+/// Bytes handed out before null.
+#[derive(Serialize, Clone)]
+pub(crate) struct OomPoint {
+    pub(crate) allocator: String,
+    pub(crate) size: u64,
+    pub(crate) threads: u64,
+    pub(crate) served: u64,
+    pub(crate) heap_bytes: u64,
+    /// served * size / heap_bytes.
+    pub(crate) share: f64,
+    pub(crate) ms: f64,
+}
+
+impl Bench {
+    pub(crate) fn save(&self, name: &str) -> Res<()> {
+        std::fs::create_dir_all(&self.cli.out)?;
+        let report = Report {
+            gpu: self.gpu.name().into(),
+            driver: self.gpu.driver_version(),
+            date_utc: date_utc(),
+            git_rev: env!("VEBALLOC_GIT_REV"),
+            threads: self.cli.threads,
+            iters: self.cli.iters,
+            heap_bytes: self.cli.heap_gib << 30,
+            block: BLOCK,
+            max_registers: self.cli.maxreg,
+            points: &self.points,
+            frag: &self.frag,
+            oom: &self.oom,
+        };
+        let json = self.cli.out.join(format!("{name}.json"));
+        std::fs::write(&json, serde_json::to_string_pretty(&report)?)?;
+        write_csv(&self.cli.out.join(format!("{name}.csv")), &report)?;
+        let head = format!(
+            "# gpu={} driver={} date={} rev={}\n",
+            report.gpu, report.driver, report.date_utc, report.git_rev
+        );
+        if !self.frag.is_empty() {
+            let mut t = head.clone() + "allocator,size,mixed,round,threads,range_bytes,live_bytes,ratio\n";
+            for f in &self.frag {
+                t += &format!(
+                    "{},{},{},{},{},{},{},{:.4}\n",
+                    f.allocator, f.size, f.mixed, f.round, f.threads, f.range_bytes, f.live_bytes, f.ratio
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-frag.csv")), t)?;
+        }
+        if !self.oom.is_empty() {
+            let mut t = head + "allocator,size,threads,served,heap_bytes,share,ms\n";
+            for o in &self.oom {
+                t += &format!(
+                    "{},{},{},{},{},{:.4},{:.3}\n",
+                    o.allocator, o.size, o.threads, o.served, o.heap_bytes, o.share, o.ms
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-oom.csv")), t)?;
+        }
+        let plots = self.plots(name);
+        println!(
+            "\nwrote {} and .csv{}",
+            json.display(),
+            if plots.is_empty() { String::new() } else { format!(", plots: {}", plots.join(", ")) }
+        );
+        Ok(())
+    }
+
+    /// Draws the plots this run has data for; returns their file names.
+    pub(crate) fn plots(&self, name: &str) -> Vec<String> {
+        let mut made = Vec::new();
+        // Draws one plot; a failure is reported and the run goes on.
+        let mut emit =
+            |file: String, title: &str, x: &str, log_y: bool, y: &str, ss: &[plot::Series]| match plot::draw(
+                &self.cli.out.join(&file),
+                title,
+                x,
+                y,
+                log_y,
+                ss,
+            ) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            };
+        let series = |test: &str,
+                      alloc: &str,
+                      phase: &str,
+                      threads: Option<u64>,
+                      size: Option<u64>,
+                      by_threads: bool| plot::Series {
+            label: format!("{alloc} {phase}"),
+            points: self
+                .points
+                .iter()
+                .filter(|p| p.test == test && p.allocator == alloc && p.phase == phase)
+                .filter(|p| threads.is_none_or(|t| p.threads == t) && size.is_none_or(|s| p.size == s))
+                .map(|p| (if by_threads { p.threads as f64 } else { p.size as f64 }, p.mean_ms))
+                .collect(),
+            dashed: false,
+        };
+        for (test, gal) in [
+            ("single", &GALLATIN_H100[..]),
+            ("mixed", &GALLATIN_MIXED_H100[..]),
+            ("warm", &GALLATIN_H100[..]),
+        ] {
+            let mut ss = Vec::new();
+            for (alloc, phase) in [
+                ("veballoc", "alloc"),
+                ("veballoc", "free"),
+                ("bump", "alloc"),
+                ("cuda", "alloc"),
+                ("cuda", "free"),
+                ("veballoc-warm", "alloc"),
+                ("veballoc-warm", "free"),
+            ] {
+                let s = series(test, alloc, phase, None, None, false);
+                if !s.points.is_empty() {
+                    ss.push(s);
+                }
+            }
+            if ss.is_empty() {
+                continue;
+            }
+            for (i, phase) in ["alloc", "free"].iter().enumerate() {
+                let pts = gal.iter().map(|g| (g.0 as f64, if i == 0 { g.1 } else { g.2 })).collect();
+                ss.push(plot::Series {
+                    label: format!("Gallatin {phase} (H100, published)"),
+                    points: pts,
+                    dashed: true,
+                });
+            }
+            let file = format!("{name}-{test}.svg");
+            let title = format!(
+                "{test}: {} threads, mean of {} iterations ({})",
+                self.cli.threads,
+                self.cli.iters,
+                self.gpu.name()
+            );
+            let x = if test == "mixed" { "max size (bytes)" } else { "size (bytes)" };
+            emit(file, &title, x, true, "time (ms)", &ss);
+        }
+        for (test, allocs, x) in [
+            ("packed", &["veballoc", "veballoc-packed", "cuda"][..], "max size (bytes)"),
+            ("collective", &["malloc", "malloc_warp", "malloc_block"][..], "size (bytes)"),
+        ] {
+            let mut ss = Vec::new();
+            for (i, alloc) in allocs.iter().enumerate() {
+                for phase in ["alloc", "read", "free"] {
+                    let mut s = series(test, alloc, phase, None, None, false);
+                    s.dashed = i > 0 && phase != "alloc";
+                    if !s.points.is_empty() {
+                        ss.push(s);
+                    }
+                }
+            }
+            if !ss.is_empty() {
+                let title = format!(
+                    "{test}: {} threads, mean of {} iterations ({})",
+                    self.cli.threads,
+                    self.cli.iters,
+                    self.gpu.name()
+                );
+                emit(format!("{name}-{test}.svg"), &title, x, true, "time (ms)", &ss);
+            }
+        }
+        for (test, phases, by_threads, x, file) in [
+            ("host", &["pair"][..], false, "size (bytes)", "host-sizes"),
+            ("host-live", &["alloc", "free"][..], true, "live allocations", "host-live"),
+        ] {
+            let mut ss = Vec::new();
+            for (i, alloc) in ["veballoc", "cuMemAlloc", "cuMemAllocAsync"].iter().enumerate() {
+                for phase in phases {
+                    let mut s = series(test, alloc, phase, None, None, by_threads);
+                    s.points.iter_mut().for_each(|p| p.1 *= 1e3);
+                    s.dashed = i > 0;
+                    if !s.points.is_empty() {
+                        ss.push(s);
+                    }
+                }
+            }
+            if !ss.is_empty() {
+                let title = format!("{test}: host-side allocation, us per call ({})", self.gpu.name());
+                emit(format!("{name}-{file}.svg"), &title, x, true, "time (us)", &ss);
+            }
+        }
+        let sizes: Vec<u64> = {
+            let mut v: Vec<u64> =
+                self.points.iter().filter(|p| p.test == "scaling").map(|p| p.size).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        if !sizes.is_empty() {
+            let mut ss = Vec::new();
+            for &sz in &sizes {
+                for (alloc, phase) in [("veballoc", "alloc"), ("veballoc", "free"), ("bump", "alloc")] {
+                    let mut s = series("scaling", alloc, phase, None, Some(sz), true);
+                    s.label = format!("{alloc} {phase} {sz} B");
+                    s.dashed = alloc == "bump";
+                    ss.push(s);
+                }
+            }
+            emit(
+                format!("{name}-scaling.svg"),
+                "scaling: time vs threads",
+                "threads",
+                true,
+                "time (ms)",
+                &ss,
+            );
+        }
+        if !self.frag.is_empty() {
+            let mut ss = Vec::new();
+            for alloc in ["veballoc", "cuda"] {
+                for mixed in [false, true] {
+                    let pts: Vec<(f64, f64)> = self
+                        .frag
+                        .iter()
+                        .filter(|f| f.allocator == alloc && f.mixed == mixed && f.round == 0)
+                        .map(|f| (f.size as f64, f.ratio))
+                        .collect();
+                    if !pts.is_empty() {
+                        ss.push(plot::Series {
+                            label: format!(
+                                "{alloc} {}",
+                                if mixed { "mixed (x = max)" } else { "single size" }
+                            ),
+                            points: pts,
+                            dashed: alloc == "cuda",
+                        });
+                    }
+                }
+            }
+            emit(
+                format!("{name}-frag.svg"),
+                "address range handed out / live bytes (first round)",
+                "size (bytes)",
+                false,
+                "range / live",
+                &ss,
+            );
+        }
+        made
+    }
+}
+
+pub(crate) fn write_csv(path: &Path, r: &Report) -> Res<()> {
+    let mut f = std::fs::File::create(path)?;
+    writeln!(f, "# gpu={} driver={} date={} rev={}", r.gpu, r.driver, r.date_utc, r.git_rev)?;
+    writeln!(f, "test,allocator,phase,size,threads,iters,mean_ms,std_ms,min_ms,max_ms,median_ms")?;
+    for p in r.points {
+        writeln!(
+            f,
+            "{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6}",
+            p.test,
+            p.allocator,
+            p.phase,
+            p.size,
+            p.threads,
+            p.samples_ms.len(),
+            p.mean_ms,
+            p.std_ms,
+            p.min_ms,
+            p.max_ms,
+            p.median_ms
+        )?;
+    }
+    Ok(())
+}
+
+/// Now, as an ISO-8601 UTC timestamp.
+pub(crate) fn date_utc() -> String {
+    let secs =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rem) = (secs / 86400, secs % 86400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + (m <= 2) as i64;
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
