@@ -6,11 +6,15 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use serde::Serialize;
 use veballoc::Gpu;
 
+use crate::memory::{ChurnPoint, UtilPoint};
+use crate::peers::{Peer, PeerRun};
 use crate::report::{FragPoint, OomPoint};
 use crate::Cli;
 
 /// Threads per block, as in the protocol.
 pub(crate) const BLOCK: u32 = 256;
+/// Smallest size of the mixed-size tests: sizes are uniform in [MIXED_MIN, max].
+pub(crate) const MIXED_MIN: u64 = 16;
 
 pub(crate) type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -73,6 +77,11 @@ pub(crate) struct Bench {
     pub(crate) points: Vec<Point>,
     pub(crate) frag: Vec<FragPoint>,
     pub(crate) oom: Vec<OomPoint>,
+    pub(crate) util: Vec<UtilPoint>,
+    pub(crate) churn: Vec<ChurnPoint>,
+    /// Peer binaries to run next to veballoc (`--peers`), and what they did.
+    pub(crate) peers: Vec<Peer>,
+    pub(crate) peer_runs: Vec<PeerRun>,
     /// Null pointers in the last veballoc alloc round.
     pub(crate) last_nulls: u64,
 }
@@ -89,9 +98,11 @@ impl Sizes {
     pub(crate) fn per_thread(self, n: u64) -> Option<Vec<u32>> {
         match self {
             Sizes::Fixed(_) => None,
-            Sizes::Mixed(max) => {
-                Some((0..n).map(|i| 16 + (veballoc::kernels::mix(0xbe9c ^ i) % (max - 15)) as u32).collect())
-            }
+            Sizes::Mixed(max) => Some(
+                (0..n)
+                    .map(|i| (MIXED_MIN + veballoc::kernels::mix(0xbe9c ^ i) % (max - MIXED_MIN + 1)) as u32)
+                    .collect(),
+            ),
         }
     }
     pub(crate) fn fixed(self) -> u64 {
@@ -160,6 +171,8 @@ impl Bench {
         Ok((buf, dev, veballoc::zeroed_u64s(n as usize)?))
     }
 
+    /// Records the alloc and free samples of one point (free only when there are any);
+    /// returns their medians.
     pub(crate) fn record(
         &mut self,
         test: &str,
@@ -171,7 +184,7 @@ impl Bench {
     ) -> Res<(f64, f64)> {
         let a = Point::new(test, alloc, "alloc", size, n, ta);
         let f = Point::new(test, alloc, "free", size, n, tf);
-        let r = (a.mean_ms, f.mean_ms);
+        let r = (a.median_ms, f.median_ms);
         self.points.push(a);
         if !f.samples_ms.is_empty() {
             self.points.push(f);
@@ -180,7 +193,8 @@ impl Bench {
     }
 
     pub(crate) fn wants(&self, a: &str) -> bool {
-        self.cli.allocators.iter().any(|x| x == a)
+        // "bump" names the floor, as before the floors were sharded.
+        self.cli.allocators.iter().any(|x| x == a || (a == "floor" && x == "bump"))
     }
 
     /// The pointers a kernel wrote.

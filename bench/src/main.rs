@@ -1,5 +1,7 @@
 //! veballoc's benchmark harness: the field's protocol (shared/anchors.md) for veballoc, the
-//! bump-allocator floor and CUDA's device malloc, in one run, with CSV and JSON results.
+//! allocation and free floors, CUDA's device malloc and the peer allocators' binaries
+//! (`--peers`), in one run, with CSV, JSON and SVG results. One module per test family;
+//! `common` and `report` are the shared timing and recording core.
 
 use std::path::PathBuf;
 
@@ -7,9 +9,11 @@ use clap::{Parser, Subcommand};
 use veballoc::Gpu;
 
 mod common;
+mod floors;
 mod host;
 mod memory;
 mod packed;
+mod peers;
 mod plot;
 mod report;
 mod scaling;
@@ -19,7 +23,7 @@ use crate::common::{Bench, Res};
 
 #[derive(Parser)]
 #[command(
-    about = "veballoc benchmark harness (single, mixed, scaling, init) against the bump floor and CUDA malloc"
+    about = "veballoc benchmark harness: veballoc against the allocation/free floors, CUDA malloc and peer allocators"
 )]
 pub(crate) struct Cli {
     #[command(subcommand)]
@@ -36,8 +40,8 @@ pub(crate) struct Cli {
     /// Sizes (bytes, comma-separated) for single; maxima for mixed.
     #[arg(long, value_delimiter = ',', global = true)]
     pub(crate) sizes: Option<Vec<u64>>,
-    /// Allocators to run: veballoc, bump, cuda.
-    #[arg(long, value_delimiter = ',', default_values_t = ["veballoc".to_string(), "bump".into(), "cuda".into()], global = true)]
+    /// Allocators to run: veballoc, floor (the sharded floors; "bump" names it too), cuda.
+    #[arg(long, value_delimiter = ',', default_values_t = ["veballoc".to_string(), "floor".into(), "cuda".into()], global = true)]
     pub(crate) allocators: Vec<String>,
     /// Sizes at which CUDA malloc is run (it takes seconds at some sizes and over a minute at
     /// 512 and 1024 B in the published figures).
@@ -58,6 +62,28 @@ pub(crate) struct Cli {
     /// Most live allocations in `host` (powers of ten up to this).
     #[arg(long, default_value_t = 1_000_000, global = true)]
     pub(crate) host_max_live: u64,
+    /// Folder holding the peer binaries' `bin/` (e.g. ../shared/peers): runs them at the
+    /// same points (single, mixed, scaling, frag) with the same threads, heap, iterations
+    /// and warm-up, and records their rows and veballoc's ratios to them.
+    #[arg(long, global = true)]
+    pub(crate) peers: Option<PathBuf>,
+    /// Peers to run with --peers: gallatin, cuda (CUDA malloc, only at --cuda-sizes with
+    /// --cuda-iters), ouro_p_s, ouro_c_s.
+    #[arg(long, value_delimiter = ',', default_values_t = ["gallatin".to_string()], global = true)]
+    pub(crate) peers_list: Vec<String>,
+    /// Seconds a peer invocation may run before it is killed (and reported).
+    #[arg(long, default_value_t = 300, global = true)]
+    pub(crate) peer_timeout_s: u64,
+    /// Size ranges (lo-hi, bytes, comma-separated) `util` fills with uniform random sizes,
+    /// after the single sizes.
+    #[arg(long, value_delimiter = ',', default_values_t = ["16-4096".to_string(), "4096-1048576".into()], global = true)]
+    pub(crate) util_ranges: Vec<String>,
+    /// Rounds of `churn`.
+    #[arg(long, default_value_t = 40, global = true)]
+    pub(crate) churn_rounds: u32,
+    /// Share of the heap `churn` keeps live (requested bytes).
+    #[arg(long, default_value_t = 0.5, global = true)]
+    pub(crate) churn_live: f64,
     /// Output folder for CSV and JSON.
     #[arg(long, default_value = "bench/results/latest", global = true)]
     pub(crate) out: PathBuf,
@@ -75,8 +101,14 @@ pub(crate) enum Cmd {
     Init,
     /// Address range handed out vs live bytes, over repeated alloc/free rounds.
     Frag,
-    /// Bytes handed out before null, as a share of the heap.
+    /// Bytes handed out before null, as a share of the heap (one launch, 1.1x what fits).
     Oom,
+    /// Utilisation: fill a fresh heap until null with one size (each of --sizes) or with
+    /// sizes uniform in a range (--util-ranges); requested bytes / capacity.
+    Util,
+    /// Rounds of mixed sizes 16 B .. 1 MiB (rare 20-40 MiB runs) with --churn-live of the heap
+    /// live and no host trim: nulls per round, live share at the first null.
+    Churn,
     /// The single-size test on one reused heap (warm) next to fresh heaps (cold).
     Warm,
     /// Mixed sizes per warp: per-class malloc vs malloc_packed vs CUDA malloc, with the
@@ -89,6 +121,28 @@ pub(crate) enum Cmd {
     Host,
     /// All of the above.
     All,
+}
+
+/// `oom`'s sizes unless --sizes says otherwise.
+const OOM_SIZES: [u64; 6] = [16, 256, 4096, 65536, 1 << 20, 32 << 20];
+/// `util`'s single sizes unless --sizes says otherwise (the survey's utilisation points).
+const UTIL_SIZES: [u64; 15] =
+    [16, 24, 48, 100, 200, 3000, 4097, 6000, 10000, 40000, 70000, 300000, 3 << 19, 5 << 20, 20 << 20];
+/// Sizes `frag` adds to the powers of two 16..4096: non-powers of two among the slices, and
+/// mid sizes (run at 65536 threads).
+const FRAG_EXTRA_SIZES: [u64; 9] = [24, 48, 100, 3000, 4097, 6000, 10000, 40000, 70000];
+
+/// Powers of two from lo to hi.
+fn pow2(lo: u64, hi: u64) -> Vec<u64> {
+    (lo.trailing_zeros()..=hi.trailing_zeros()).map(|l| 1u64 << l).collect()
+}
+
+/// `frag`'s sizes unless --sizes says otherwise, ascending.
+fn frag_sizes() -> Vec<u64> {
+    let mut v = pow2(16, 4096);
+    v.extend(FRAG_EXTRA_SIZES);
+    v.sort_unstable();
+    v
 }
 
 fn main() {
@@ -122,10 +176,41 @@ fn main() {
             eprintln!("warning: cuCtxSetLimit(MALLOC_HEAP_SIZE) failed: {r:?}");
         }
     }
+    let peers = match &cli.peers {
+        Some(dir) => match peers::resolve(dir, &cli.peers_list) {
+            Ok(p) => {
+                let names: Vec<String> = p.iter().map(|p| p.bin.display().to_string()).collect();
+                println!("peers: {}", names.join(", "));
+                p
+            }
+            Err(e) => {
+                eprintln!("veballoc-bench: --peers {}: {e}", dir.display());
+                std::process::exit(1);
+            }
+        },
+        None => Vec::new(),
+    };
+    let util_ranges =
+        match cli.util_ranges.iter().map(|r| memory::parse_range(r)).collect::<Result<Vec<_>, _>>() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("veballoc-bench: --util-ranges: {e}");
+                std::process::exit(1);
+            }
+        };
     let cmd = cli.cmd;
-    let mut b = Bench { gpu, cli, points: Vec::new(), frag: Vec::new(), oom: Vec::new(), last_nulls: 0 };
-    let pow2 =
-        |lo: u64, hi: u64| (lo.trailing_zeros()..=hi.trailing_zeros()).map(|l| 1u64 << l).collect::<Vec<_>>();
+    let mut b = Bench {
+        gpu,
+        cli,
+        points: Vec::new(),
+        frag: Vec::new(),
+        oom: Vec::new(),
+        util: Vec::new(),
+        churn: Vec::new(),
+        peers,
+        peer_runs: Vec::new(),
+        last_nulls: 0,
+    };
     let result = (|| -> Res<()> {
         if matches!(cmd, Cmd::Single | Cmd::All) {
             let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
@@ -142,11 +227,19 @@ fn main() {
             b.init()?;
         }
         if matches!(cmd, Cmd::Frag | Cmd::All) {
-            let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
+            let list = b.cli.sizes.clone().unwrap_or_else(frag_sizes);
             b.frag(list)?;
         }
         if matches!(cmd, Cmd::Oom | Cmd::All) {
-            b.oom()?;
+            let list = b.cli.sizes.clone().unwrap_or_else(|| OOM_SIZES.to_vec());
+            b.oom(list)?;
+        }
+        if matches!(cmd, Cmd::Util | Cmd::All) {
+            let singles = b.cli.sizes.clone().unwrap_or_else(|| UTIL_SIZES.to_vec());
+            b.util(singles.into_iter().map(|s| (s, s)).chain(util_ranges.iter().copied()).collect())?;
+        }
+        if matches!(cmd, Cmd::Churn | Cmd::All) {
+            b.churn()?;
         }
         if matches!(cmd, Cmd::Warm | Cmd::All) {
             let list = b.cli.sizes.clone().unwrap_or_else(|| pow2(16, 4096));
@@ -172,6 +265,8 @@ fn main() {
         Cmd::Init => "init",
         Cmd::Frag => "frag",
         Cmd::Oom => "oom",
+        Cmd::Util => "util",
+        Cmd::Churn => "churn",
         Cmd::Warm => "warm",
         Cmd::Packed => "packed",
         Cmd::Collective => "collective",
@@ -184,5 +279,57 @@ fn main() {
     if let Err(e) = result {
         eprintln!("veballoc-bench: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn default_size_lists() {
+        assert_eq!(pow2(16, 4096), [16, 32, 64, 128, 256, 512, 1024, 2048, 4096]);
+        let f = frag_sizes();
+        assert_eq!(f.len(), 18);
+        assert!(f.windows(2).all(|w| w[0] < w[1]), "ascending, no repeats: {f:?}");
+        assert_eq!(UTIL_SIZES[12], 1_572_864, "1.5 MiB");
+    }
+
+    #[test]
+    fn parses_the_new_options() {
+        let c = Cli::try_parse_from([
+            "veballoc-bench",
+            "util",
+            "--peers",
+            "../shared/peers",
+            "--peers-list",
+            "gallatin,cuda",
+            "--util-ranges",
+            "16-4096",
+            "--churn-rounds",
+            "3",
+        ])
+        .unwrap();
+        assert!(c.cmd == Cmd::Util);
+        assert_eq!(c.peers.as_deref(), Some(std::path::Path::new("../shared/peers")));
+        assert_eq!(c.peers_list, ["gallatin", "cuda"]);
+        assert_eq!(c.util_ranges, ["16-4096"]);
+        assert_eq!(c.churn_rounds, 3);
+        let d = Cli::try_parse_from(["veballoc-bench", "churn"]).unwrap();
+        assert_eq!(d.peers_list, ["gallatin"]);
+        assert_eq!(d.allocators, ["veballoc", "floor", "cuda"]);
+        assert_eq!(d.churn_live, 0.5);
+        assert!(d.peers.is_none());
+    }
+
+    #[test]
+    fn ptx_has_the_harness_kernels() {
+        for k in ["floor_malloc", "floor_free", "util_fill", "churn_round"] {
+            assert!(
+                veballoc::PTX.contains(&format!(".visible .entry {k}(")),
+                "kernel {k} missing from the PTX"
+            );
+        }
     }
 }

@@ -6,8 +6,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::common::{Bench, Point, Res, BLOCK};
+use crate::memory::{ChurnPoint, UtilPoint};
+use crate::peers::PeerRun;
 use crate::plot;
-use crate::single::{GALLATIN_H100, GALLATIN_MIXED_H100};
 
 #[derive(Serialize)]
 pub(crate) struct Report<'a> {
@@ -23,6 +24,60 @@ pub(crate) struct Report<'a> {
     pub(crate) points: &'a [Point],
     pub(crate) frag: &'a [FragPoint],
     pub(crate) oom: &'a [OomPoint],
+    pub(crate) util: &'a [UtilPoint],
+    pub(crate) churn: &'a [ChurnPoint],
+    /// veballoc's medians against every other allocator measured at the same point.
+    pub(crate) ratios: Vec<Ratio>,
+    /// Every peer invocation, with its rows as the binary wrote them.
+    pub(crate) peer_runs: &'a [PeerRun],
+}
+
+/// veballoc against another allocator (a peer, CUDA malloc or a floor) at one point, both
+/// medians of this run.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub(crate) struct Ratio {
+    pub(crate) test: String,
+    pub(crate) phase: String,
+    pub(crate) size: u64,
+    pub(crate) threads: u64,
+    pub(crate) versus: String,
+    pub(crate) veballoc_ms: f64,
+    pub(crate) other_ms: f64,
+    /// other / veballoc: above 1, veballoc is faster; for a floor, 1 / (how many times the
+    /// floor's time veballoc takes).
+    pub(crate) speedup: f64,
+}
+
+/// Tests whose points compare allocators at the same size and thread count.
+const RATIO_TESTS: [&str; 3] = ["single", "mixed", "scaling"];
+
+/// veballoc's median at each point of `RATIO_TESTS` against every other allocator's median at
+/// the same test, phase, size and thread count.
+pub(crate) fn ratios(points: &[Point]) -> Vec<Ratio> {
+    let mut out = Vec::new();
+    for v in points.iter().filter(|p| p.allocator == "veballoc" && RATIO_TESTS.contains(&p.test.as_str())) {
+        for o in points.iter().filter(|o| {
+            o.allocator != "veballoc"
+                && o.test == v.test
+                && o.phase == v.phase
+                && o.size == v.size
+                && o.threads == v.threads
+        }) {
+            if v.median_ms > 0.0 && o.median_ms.is_finite() {
+                out.push(Ratio {
+                    test: v.test.clone(),
+                    phase: v.phase.clone(),
+                    size: v.size,
+                    threads: v.threads,
+                    versus: o.allocator.clone(),
+                    veballoc_ms: v.median_ms,
+                    other_ms: o.median_ms,
+                    speedup: o.median_ms / v.median_ms,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// Address range handed out vs live bytes after one alloc round.
@@ -39,6 +94,8 @@ pub(crate) struct FragPoint {
     /// Bytes requested (N*S, or the sum of the mixed sizes).
     pub(crate) live_bytes: u64,
     pub(crate) ratio: f64,
+    /// Requests that got null (left out of the range; the live bytes count every request).
+    pub(crate) nulls: u64,
 }
 
 /// Bytes handed out before null.
@@ -70,6 +127,10 @@ impl Bench {
             points: &self.points,
             frag: &self.frag,
             oom: &self.oom,
+            util: &self.util,
+            churn: &self.churn,
+            ratios: ratios(&self.points),
+            peer_runs: &self.peer_runs,
         };
         let json = self.cli.out.join(format!("{name}.json"));
         std::fs::write(&json, serde_json::to_string_pretty(&report)?)?;
@@ -79,17 +140,26 @@ impl Bench {
             report.gpu, report.driver, report.date_utc, report.git_rev
         );
         if !self.frag.is_empty() {
-            let mut t = head.clone() + "allocator,size,mixed,round,threads,range_bytes,live_bytes,ratio\n";
+            let mut t =
+                head.clone() + "allocator,size,mixed,round,threads,range_bytes,live_bytes,ratio,nulls\n";
             for f in &self.frag {
                 t += &format!(
-                    "{},{},{},{},{},{},{},{:.4}\n",
-                    f.allocator, f.size, f.mixed, f.round, f.threads, f.range_bytes, f.live_bytes, f.ratio
+                    "{},{},{},{},{},{},{},{:.4},{}\n",
+                    f.allocator,
+                    f.size,
+                    f.mixed,
+                    f.round,
+                    f.threads,
+                    f.range_bytes,
+                    f.live_bytes,
+                    f.ratio,
+                    f.nulls
                 );
             }
             std::fs::write(self.cli.out.join(format!("{name}-frag.csv")), t)?;
         }
         if !self.oom.is_empty() {
-            let mut t = head + "allocator,size,threads,served,heap_bytes,share,ms\n";
+            let mut t = head.clone() + "allocator,size,threads,served,heap_bytes,share,ms\n";
             for o in &self.oom {
                 t += &format!(
                     "{},{},{},{},{},{:.4},{:.3}\n",
@@ -98,6 +168,36 @@ impl Bench {
             }
             std::fs::write(self.cli.out.join(format!("{name}-oom.csv")), t)?;
         }
+        if !report.ratios.is_empty() {
+            let mut t = head.clone() + "test,phase,size,threads,versus,veballoc_ms,other_ms,speedup\n";
+            for r in &report.ratios {
+                t += &format!(
+                    "{},{},{},{},{},{:.6},{:.6},{:.4}\n",
+                    r.test, r.phase, r.size, r.threads, r.versus, r.veballoc_ms, r.other_ms, r.speedup
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-ratios.csv")), t)?;
+        }
+        if !self.peer_runs.is_empty() {
+            let mut t = head.clone()
+                + "allocator,test,size_or_range,threads,iter,alloc_ms,free_ms,range_bytes,live_bytes\n";
+            for r in self.peer_runs.iter().flat_map(|r| &r.rows) {
+                t += &format!(
+                    "{},{},{},{},{},{:.6},{:.6},{},{}\n",
+                    r.allocator,
+                    r.test,
+                    r.size_or_range,
+                    r.threads,
+                    r.iter,
+                    r.alloc_ms,
+                    r.free_ms,
+                    r.range_bytes,
+                    r.live_bytes
+                );
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-peers.csv")), t)?;
+        }
+        self.save_memory_csv(name, &head)?;
         let plots = self.plots(name);
         println!(
             "\nwrote {} and .csv{}",
@@ -135,44 +235,33 @@ impl Bench {
                 .iter()
                 .filter(|p| p.test == test && p.allocator == alloc && p.phase == phase)
                 .filter(|p| threads.is_none_or(|t| p.threads == t) && size.is_none_or(|s| p.size == s))
-                .map(|p| (if by_threads { p.threads as f64 } else { p.size as f64 }, p.mean_ms))
+                .map(|p| (if by_threads { p.threads as f64 } else { p.size as f64 }, p.median_ms))
                 .collect(),
             dashed: false,
         };
-        for (test, gal) in [
-            ("single", &GALLATIN_H100[..]),
-            ("mixed", &GALLATIN_MIXED_H100[..]),
-            ("warm", &GALLATIN_H100[..]),
-        ] {
+        let peer_labels: Vec<String> = self.peers.iter().map(|p| p.label.clone()).collect();
+        for test in ["single", "mixed", "warm"] {
             let mut ss = Vec::new();
-            for (alloc, phase) in [
-                ("veballoc", "alloc"),
-                ("veballoc", "free"),
-                ("bump", "alloc"),
-                ("cuda", "alloc"),
-                ("cuda", "free"),
-                ("veballoc-warm", "alloc"),
-                ("veballoc-warm", "free"),
-            ] {
-                let s = series(test, alloc, phase, None, None, false);
-                if !s.points.is_empty() {
-                    ss.push(s);
+            let mut allocs: Vec<(String, bool)> = ["veballoc", "floor", "cuda", "veballoc-warm"]
+                .iter()
+                .map(|a| (a.to_string(), *a == "floor"))
+                .collect();
+            allocs.extend(peer_labels.iter().map(|l| (l.clone(), true)));
+            for (alloc, dashed) in &allocs {
+                for phase in ["alloc", "free"] {
+                    let mut s = series(test, alloc, phase, None, None, false);
+                    s.dashed = *dashed;
+                    if !s.points.is_empty() {
+                        ss.push(s);
+                    }
                 }
             }
             if ss.is_empty() {
                 continue;
             }
-            for (i, phase) in ["alloc", "free"].iter().enumerate() {
-                let pts = gal.iter().map(|g| (g.0 as f64, if i == 0 { g.1 } else { g.2 })).collect();
-                ss.push(plot::Series {
-                    label: format!("Gallatin {phase} (H100, published)"),
-                    points: pts,
-                    dashed: true,
-                });
-            }
             let file = format!("{name}-{test}.svg");
             let title = format!(
-                "{test}: {} threads, mean of {} iterations ({})",
+                "{test}: {} threads, median of {} iterations ({})",
                 self.cli.threads,
                 self.cli.iters,
                 self.gpu.name()
@@ -196,7 +285,7 @@ impl Bench {
             }
             if !ss.is_empty() {
                 let title = format!(
-                    "{test}: {} threads, mean of {} iterations ({})",
+                    "{test}: {} threads, median of {} iterations ({})",
                     self.cli.threads,
                     self.cli.iters,
                     self.gpu.name()
@@ -232,12 +321,35 @@ impl Bench {
             v
         };
         if !sizes.is_empty() {
+            // One plot per size (veballoc, floor and peers), alloc and free.
+            for &sz in &sizes {
+                let mut ss = Vec::new();
+                let mut allocs = vec!["veballoc".to_string(), "floor".to_string()];
+                allocs.extend(peer_labels.iter().cloned());
+                for alloc in &allocs {
+                    for phase in ["alloc", "free"] {
+                        let mut s = series("scaling", alloc, phase, None, Some(sz), true);
+                        s.dashed = alloc != "veballoc";
+                        if !s.points.is_empty() {
+                            ss.push(s);
+                        }
+                    }
+                }
+                emit(
+                    format!("{name}-scaling-{sz}.svg"),
+                    &format!("scaling at {sz} B: median time vs threads ({})", self.gpu.name()),
+                    "threads",
+                    true,
+                    "time (ms)",
+                    &ss,
+                );
+            }
             let mut ss = Vec::new();
             for &sz in &sizes {
-                for (alloc, phase) in [("veballoc", "alloc"), ("veballoc", "free"), ("bump", "alloc")] {
+                for (alloc, phase) in [("veballoc", "alloc"), ("veballoc", "free"), ("floor", "alloc")] {
                     let mut s = series("scaling", alloc, phase, None, Some(sz), true);
                     s.label = format!("{alloc} {phase} {sz} B");
-                    s.dashed = alloc == "bump";
+                    s.dashed = alloc == "floor";
                     ss.push(s);
                 }
             }
@@ -252,12 +364,14 @@ impl Bench {
         }
         if !self.frag.is_empty() {
             let mut ss = Vec::new();
-            for alloc in ["veballoc", "cuda"] {
+            let mut allocs = vec!["veballoc".to_string(), "cuda".to_string()];
+            allocs.extend(peer_labels.iter().cloned());
+            for alloc in &allocs {
                 for mixed in [false, true] {
                     let pts: Vec<(f64, f64)> = self
                         .frag
                         .iter()
-                        .filter(|f| f.allocator == alloc && f.mixed == mixed && f.round == 0)
+                        .filter(|f| &f.allocator == alloc && f.mixed == mixed && f.round == 0)
                         .map(|f| (f.size as f64, f.ratio))
                         .collect();
                     if !pts.is_empty() {
@@ -267,7 +381,7 @@ impl Bench {
                                 if mixed { "mixed (x = max)" } else { "single size" }
                             ),
                             points: pts,
-                            dashed: alloc == "cuda",
+                            dashed: alloc != "veballoc",
                         });
                     }
                 }
@@ -325,4 +439,35 @@ pub(crate) fn date_utc() -> String {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + (m <= 2) as i64;
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pt(test: &str, alloc: &str, phase: &str, size: u64, threads: u64, ms: &[f64]) -> Point {
+        Point::new(test, alloc, phase, size, threads, ms.to_vec())
+    }
+
+    #[test]
+    fn ratios_pair_medians_at_the_same_point() {
+        let points = [
+            pt("single", "veballoc", "alloc", 16, 1024, &[0.1, 0.3, 0.2]),
+            pt("single", "gallatin", "alloc", 16, 1024, &[0.4, 0.5, 0.3]),
+            pt("single", "floor", "alloc", 16, 1024, &[0.05]),
+            // Another size, thread count, phase or test: not paired with the first point.
+            pt("single", "gallatin", "alloc", 32, 1024, &[9.0]),
+            pt("single", "gallatin", "alloc", 16, 2048, &[9.0]),
+            pt("single", "gallatin", "free", 16, 1024, &[9.0]),
+            pt("warm", "gallatin", "alloc", 16, 1024, &[9.0]),
+            pt("warm", "veballoc", "alloc", 16, 1024, &[1.0]),
+        ];
+        let r = ratios(&points);
+        assert_eq!(r.len(), 2, "{r:?}");
+        let g = r.iter().find(|r| r.versus == "gallatin").unwrap();
+        assert_eq!((g.veballoc_ms, g.other_ms), (0.2, 0.4));
+        assert!((g.speedup - 2.0).abs() < 1e-12);
+        let f = r.iter().find(|r| r.versus == "floor").unwrap();
+        assert!((f.speedup - 0.25).abs() < 1e-12, "the floor is 4x faster");
+    }
 }

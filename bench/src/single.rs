@@ -2,26 +2,9 @@
 
 use std::io::Write;
 
-use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::Heap;
 
 use crate::common::{Bench, Res, Sizes, BLOCK};
-
-/// Gallatin's published means on an H100 (shared/anchors.md): (size, alloc ms, free ms).
-pub(crate) const GALLATIN_H100: [(u64, f64, f64); 9] = [
-    (16, 0.139, 0.046),
-    (32, 0.187, 0.044),
-    (64, 0.313, 0.041),
-    (128, 0.571, 0.036),
-    (256, 1.068, 0.032),
-    (512, 1.835, 0.030),
-    (1024, 2.005, 0.047),
-    (2048, 2.527, 0.085),
-    (4096, 3.754, 0.031),
-];
-/// Gallatin's published mixed-size means on an H100: (max size, alloc ms, free ms).
-pub(crate) const GALLATIN_MIXED_H100: [(u64, f64, f64); 3] =
-    [(64, 0.292, 0.042), (512, 1.106, 0.051), (4096, 1.996, 0.056)];
 
 impl Bench {
     pub(crate) fn run_veballoc(
@@ -58,38 +41,6 @@ impl Bench {
         self.record(test, "veballoc", sizes.label(), n, ta, tf)
     }
 
-    pub(crate) fn run_bump(
-        &mut self,
-        test: &str,
-        sizes: Sizes,
-        n: u64,
-        iters: u32,
-        arena: u64,
-        verify: bool,
-    ) -> Res<(f64, f64)> {
-        // The floor hands out the largest size for every thread (no size classes to pick).
-        let size = match sizes {
-            Sizes::Fixed(s) => s,
-            Sizes::Mixed(m) => m,
-        };
-        let ptrs = veballoc::zeroed_u64s(n as usize)?;
-        let mut counter = veballoc::zeroed_u64s(1)?;
-        let (p, c) = (ptrs.as_device_ptr().as_raw(), counter.as_device_ptr().as_raw());
-        let mut ta = Vec::new();
-        // One more iteration than asked: the first is a warm-up and is dropped.
-        for _ in 0..=iters {
-            counter.copy_from(&[0u64][..])?;
-            // SAFETY: matches bump_malloc.
-            ta.push(self.timed(|| unsafe {
-                self.gpu.launch("bump_malloc", n, BLOCK, veballoc::kernel_args![c, arena, p, n, size])
-            })?);
-            if verify && n * size <= self.cli.heap_gib << 30 {
-                self.write_verify(p, n, Sizes::Fixed(size), 0, "bump")?;
-            }
-        }
-        self.record(test, "bump", sizes.label(), n, ta[1..].to_vec(), Vec::new())
-    }
-
     pub(crate) fn run_cuda(
         &mut self,
         test: &str,
@@ -120,23 +71,32 @@ impl Bench {
         self.record(test, "cuda", sizes.label(), n, ta, tf)
     }
 
+    /// Single sizes (`mixed` false) or mixed sizes in [16, max] (`mixed` true): veballoc,
+    /// the floors, CUDA malloc and the peers at each point, medians and ratios printed.
     pub(crate) fn sizes_test(&mut self, test: &str, list: Vec<u64>, mixed: bool) -> Res<()> {
         let n = self.cli.threads;
-        let arena = DeviceBuffer::<u8>::zeroed((self.cli.heap_gib << 30) as usize)?;
-        let base = arena.as_device_ptr().as_raw();
-        println!("\n{test}: {n} threads, {} iterations, {} GiB heap", self.cli.iters, self.cli.heap_gib);
+        let mut arena = if self.wants("floor") { Some(self.floor_arena()?) } else { None };
         println!(
-            "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
+            "\n{test}: {n} threads, {} iterations after a warm-up, {} GiB heap; medians (ms); \
+             x floor = veballoc / floor, vs P = P / veballoc (above 1: veballoc faster)",
+            self.cli.iters, self.cli.heap_gib
+        );
+        let mut head = format!(
+            "{:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>8} | {:>10} {:>10}",
             "size",
             "vb alloc",
             "vb free",
-            "bump",
-            "vb/bump",
+            "fl alloc",
+            "fl free",
+            "x fl a",
+            "x fl f",
             "cuda alloc",
-            "cuda free",
-            "vs Gal. a",
-            "vs Gal. f"
+            "cuda free"
         );
+        for p in &self.peers {
+            head += &format!(" | {:>18} {:>9} {:>9}", format!("{} a / f", p.label), "vs a", "vs f");
+        }
+        println!("{head}");
         for s in list {
             let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
             eprint!("  [{test} {s}] ...\r");
@@ -145,38 +105,39 @@ impl Bench {
             } else {
                 None
             };
-            let bump = if self.wants("bump") {
-                Some(self.run_bump(test, sizes, n, self.cli.iters, base, true)?.0)
-            } else {
-                None
+            let floor = match arena.as_mut() {
+                Some(a) => Some(self.run_floor(a, test, sizes, n, self.cli.iters, true)?),
+                None => None,
             };
             let cuda = if self.wants("cuda") && self.cli.cuda_sizes.contains(&s) {
                 Some(self.run_cuda(test, sizes, n, self.cli.cuda_iters, true)?)
             } else {
                 None
             };
-            let gal = if mixed {
-                GALLATIN_MIXED_H100.iter().find(|g| g.0 == s)
-            } else {
-                GALLATIN_H100.iter().find(|g| g.0 == s)
-            };
+            let peers = self.peers_at(test, mixed, s, n)?;
             let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
-            let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
-                _ => "-".into(),
-            };
-            println!(
-                "{:>7} | {:>10} {:>10} | {:>9} {:>8} | {:>10} {:>10} | {:>9} {:>9}",
+            let mut line = format!(
+                "{:>7} | {:>9} {:>9} | {:>9} {:>9} | {:>8} {:>8} | {:>10} {:>10}",
                 if mixed { format!("≤{s}") } else { s.to_string() },
                 f(vb.map(|v| v.0)),
                 f(vb.map(|v| v.1)),
-                f(bump),
-                ratio(vb.map(|v| v.0), bump),
+                f(floor.map(|v| v.0)),
+                f(floor.map(|v| v.1)),
+                ratio_text(vb.map(|v| v.0), floor.map(|v| v.0)),
+                ratio_text(vb.map(|v| v.1), floor.map(|v| v.1)),
                 cuda.map_or("-".into(), |c| format!("{:.2}", c.0)),
                 cuda.map_or("-".into(), |c| format!("{:.2}", c.1)),
-                ratio(gal.map(|g| g.1), vb.map(|v| v.0)),
-                ratio(gal.map(|g| g.2), vb.map(|v| v.1)),
             );
+            for p in &self.peers {
+                let r = peers.iter().find(|r| r.0 == p.label);
+                line += &format!(
+                    " | {:>18} {:>9} {:>9}",
+                    r.map_or("-".into(), |r| format!("{:.4} / {:.4}", r.1, r.2)),
+                    ratio_text(r.map(|r| r.1), vb.map(|v| v.0)),
+                    ratio_text(r.map(|r| r.2), vb.map(|v| v.1)),
+                );
+            }
+            println!("{line}");
             std::io::stdout().flush().ok();
         }
         Ok(())
@@ -215,5 +176,27 @@ impl Bench {
             println!("{s:>7} | {:>10.4} {:>10.4} | {:>10.4} {:>10.4}", cold.0, cold.1, warm.0, warm.1);
         }
         Ok(())
+    }
+}
+
+/// `a / b` as "1.23x", or "-" when either is missing or b is not positive.
+pub(crate) fn ratio_text(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 && a.is_finite() => format!("{:.2}x", a / b),
+        _ => "-".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ratio_text;
+
+    #[test]
+    fn ratio_text_divides_and_shows_gaps() {
+        assert_eq!(ratio_text(Some(0.3), Some(0.1)), "3.00x");
+        assert_eq!(ratio_text(Some(0.1), Some(0.4)), "0.25x");
+        assert_eq!(ratio_text(None, Some(0.1)), "-");
+        assert_eq!(ratio_text(Some(0.1), Some(0.0)), "-");
+        assert_eq!(ratio_text(Some(f64::NAN), Some(1.0)), "-");
     }
 }
