@@ -183,6 +183,40 @@ pub(crate) fn medians_by_threads(rows: &[PeerRow]) -> Vec<(u64, Vec<f64>, Vec<f6
         .collect()
 }
 
+/// Runs `bin args` with stdout and stderr to `log`, killing it after `deadline`; returns its
+/// exit code (None: killed, or it did not start, which the log then says) and the seconds it
+/// took.
+pub(crate) fn invoke(bin: &Path, args: &[String], log: &Path, deadline: Duration) -> Res<(Option<i32>, f64)> {
+    let logf = std::fs::File::create(log)?;
+    let t0 = Instant::now();
+    let mut child = match Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(logf.try_clone()?)
+        .stderr(logf.try_clone()?)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            use std::io::Write;
+            writeln!(&logf, "could not start {}: {e}", bin.display())?;
+            return Ok((None, t0.elapsed().as_secs_f64()));
+        }
+    };
+    let status = loop {
+        if let Some(s) = child.try_wait()? {
+            break s.code();
+        }
+        if t0.elapsed() > deadline {
+            child.kill().ok();
+            child.wait().ok();
+            break None;
+        }
+        std::thread::sleep(POLL);
+    };
+    Ok((status, t0.elapsed().as_secs_f64()))
+}
+
 impl Bench {
     /// Runs `cmd` on `peer` with the harness's heap size, `iters` recorded iterations after
     /// `warmup` untimed ones; records the run and returns its rows (empty when it failed,
@@ -215,39 +249,17 @@ impl Bench {
             csv.to_string_lossy().into_owned(),
         ]);
         eprint!("  [peer {} {}] ...\r", peer.label, cmd.args().join(" "));
-        let logf = std::fs::File::create(&log)?;
-        let t0 = Instant::now();
         let deadline = Duration::from_secs(self.cli.peer_timeout_s);
-        let status = match Command::new(&peer.bin)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(logf.try_clone()?)
-            .stderr(logf)
-            .spawn()
-        {
-            Err(e) => {
-                eprintln!("warning: peer {}: could not start {}: {e}", peer.label, peer.bin.display());
-                None
-            }
-            Ok(mut child) => loop {
-                if let Some(s) = child.try_wait()? {
-                    break s.code();
-                }
-                if t0.elapsed() > deadline {
-                    eprintln!(
-                        "warning: peer {} {}: no exit after {} s (--peer-timeout-s), killed",
-                        peer.label,
-                        cmd.args().join(" "),
-                        deadline.as_secs()
-                    );
-                    child.kill().ok();
-                    child.wait().ok();
-                    break None;
-                }
-                std::thread::sleep(POLL);
-            },
-        };
-        let seconds = t0.elapsed().as_secs_f64();
+        let (status, seconds) = invoke(&peer.bin, &args, &log, deadline)?;
+        if status.is_none() {
+            eprintln!(
+                "warning: peer {} {}: did not start, or no exit after {} s (--peer-timeout-s); see {}",
+                peer.label,
+                cmd.args().join(" "),
+                deadline.as_secs(),
+                log.display()
+            );
+        }
         let out = std::fs::read_to_string(&log).unwrap_or_default();
         let (nulls, bad_words) = parse_checks(&out);
         let rows = match std::fs::read_to_string(&csv) {
@@ -257,7 +269,7 @@ impl Bench {
             }),
             Err(_) => Vec::new(),
         };
-        if status != Some(0) {
+        if status.is_some_and(|c| c != 0) {
             eprintln!(
                 "warning: peer {} {} exited with {status:?}; see {}",
                 peer.label,
@@ -432,6 +444,55 @@ gallatin,mixed,16-64,1024,0,0.2,0.04,1000,900
         assert_eq!(PeerCmd::Single { threads: 1 << 20, size: 16 }.args(), ["single", "1048576", "16"]);
         assert_eq!(PeerCmd::Mixed { threads: 8, lo: 16, hi: 64 }.args(), ["mixed", "8", "16", "64"]);
         assert_eq!(PeerCmd::Scale { size: 512, log_min: 0, log_max: 20 }.args(), ["scale", "512", "0", "20"]);
+    }
+
+    /// A stand-in peer: a shell script that writes two rows to the file after --csv and an
+    /// [iter] line with a null, as the real binaries do.
+    fn fake_peer(dir: &Path, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = dir.join("bin/peer_gallatin");
+        std::fs::create_dir_all(dir.join("bin")).unwrap();
+        std::fs::write(&bin, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        bin
+    }
+
+    #[test]
+    fn invokes_a_peer_and_reads_its_rows() {
+        let dir = std::env::temp_dir().join(format!("vb-peer-run-{}", std::process::id()));
+        let bin = fake_peer(
+            &dir,
+            r#"while [ $# -gt 0 ]; do [ "$1" = --csv ] && csv=$2; shift; done
+echo "[iter] Gallatin single 16 n=4 it=0 alloc_ms=0.1 free_ms=0.1 range=1 live=1 nulls=1 bad_words=0"
+printf 'allocator,test,size_or_range,threads,iter,alloc_ms,free_ms,range_bytes,live_bytes\n' > "$csv"
+printf 'gallatin,single,16,4,0,0.5,0.25,128,64\ngallatin,single,16,4,1,0.7,0.35,128,64\n' >> "$csv"
+echo done >&2"#,
+        );
+        let (csv, log) = (dir.join("p.csv"), dir.join("p.log"));
+        let mut args = PeerCmd::Single { threads: 4, size: 16 }.args();
+        args.extend(["--csv".into(), csv.to_string_lossy().into_owned()]);
+        let (status, _) = invoke(&bin, &args, &log, Duration::from_secs(30)).unwrap();
+        assert_eq!(status, Some(0));
+        let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap()).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].alloc_ms, 0.7);
+        let out = std::fs::read_to_string(&log).unwrap();
+        assert_eq!(parse_checks(&out), (1, 0));
+        assert!(out.contains("done"), "stderr in the log too");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn kills_a_peer_past_its_deadline() {
+        let dir = std::env::temp_dir().join(format!("vb-peer-slow-{}", std::process::id()));
+        let bin = fake_peer(&dir, "exec sleep 30");
+        let (status, secs) = invoke(&bin, &[], &dir.join("p.log"), Duration::from_millis(200)).unwrap();
+        assert_eq!(status, None);
+        assert!(secs < 10.0, "killed, not waited for: {secs} s");
+        let missing = invoke(&dir.join("bin/none"), &[], &dir.join("q.log"), Duration::from_secs(1)).unwrap();
+        assert_eq!(missing.0, None);
+        assert!(std::fs::read_to_string(dir.join("q.log")).unwrap().contains("could not start"));
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]

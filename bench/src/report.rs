@@ -395,6 +395,53 @@ impl Bench {
                 &ss,
             );
         }
+        if !self.util.is_empty() {
+            let singles: Vec<_> = self.util.iter().filter(|u| u.lo == u.hi).collect();
+            let ss = [
+                plot::Series {
+                    label: "veballoc, at the first null".into(),
+                    points: singles.iter().map(|u| (u.lo as f64, 100.0 * u.share_at_first_null)).collect(),
+                    dashed: false,
+                },
+                plot::Series {
+                    label: "veballoc, filled on after it".into(),
+                    points: singles.iter().map(|u| (u.lo as f64, 100.0 * u.share_max)).collect(),
+                    dashed: true,
+                },
+            ];
+            emit(
+                format!("{name}-util.svg"),
+                &format!("util: requested bytes live / heap, one size per fill ({})", self.gpu.name()),
+                "size (bytes)",
+                false,
+                "% of the heap",
+                &ss,
+            );
+        }
+        if !self.churn.is_empty() {
+            let rounds: Vec<_> =
+                self.churn.iter().filter(|c| c.alloc_share > 0.0 || c.live_bytes > 0).collect();
+            let live = plot::Series {
+                label: "live (requested bytes)".into(),
+                points: rounds.iter().map(|c| (c.round as f64, 100.0 * c.live_share)).collect(),
+                dashed: false,
+            };
+            let nulls = plot::Series {
+                label: "nulls in the round".into(),
+                points: rounds.iter().map(|c| (c.round as f64, c.nulls as f64)).collect(),
+                dashed: false,
+            };
+            let title = |what: &str| format!("churn: {what} per round ({})", self.gpu.name());
+            for (file, what, y, s) in
+                [("churn", "live share", "% of the heap", live), ("churn-nulls", "nulls", "nulls", nulls)]
+            {
+                let path = self.cli.out.join(format!("{name}-{file}.svg"));
+                match plot::draw_xy(&path, &title(what), "round", y, false, false, &[s]) {
+                    Ok(()) => made.push(format!("{name}-{file}.svg")),
+                    Err(e) => eprintln!("warning: plot {name}-{file}.svg: {e}"),
+                }
+            }
+        }
         made
     }
 }
