@@ -159,8 +159,8 @@ pub(crate) struct PeerRun {
     /// Which of the harness's tests it served.
     pub(crate) test: String,
     pub(crate) args: Vec<String>,
-    /// Exit status, or null when it timed out or did not start.
-    pub(crate) status: Option<i32>,
+    /// How it ended: "exit N", "signal N", "timed out" or "did not start".
+    pub(crate) status: String,
     pub(crate) seconds: f64,
     pub(crate) nulls: u64,
     pub(crate) bad_words: u64,
@@ -183,10 +183,38 @@ pub(crate) fn medians_by_threads(rows: &[PeerRow]) -> Vec<(u64, Vec<f64>, Vec<f6
         .collect()
 }
 
-/// Runs `bin args` with stdout and stderr to `log`, killing it after `deadline`; returns its
-/// exit code (None: killed, or it did not start, which the log then says) and the seconds it
-/// took.
-pub(crate) fn invoke(bin: &Path, args: &[String], log: &Path, deadline: Duration) -> Res<(Option<i32>, f64)> {
+/// How a peer invocation ended.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Ended {
+    Exit(i32),
+    Signal(i32),
+    /// Killed after `--peer-timeout-s`.
+    TimedOut,
+    /// Could not be started (the log says why).
+    NotStarted,
+}
+
+impl Ended {
+    pub(crate) fn ok(self) -> bool {
+        self == Ended::Exit(0)
+    }
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Ended::Exit(c) => write!(f, "exit {c}"),
+            Ended::Signal(s) => write!(f, "signal {s}"),
+            Ended::TimedOut => write!(f, "timed out"),
+            Ended::NotStarted => write!(f, "did not start"),
+        }
+    }
+}
+
+/// Runs `bin args` with stdout and stderr to `log`, killing it after `deadline`; returns how
+/// it ended and the seconds it took.
+pub(crate) fn invoke(bin: &Path, args: &[String], log: &Path, deadline: Duration) -> Res<(Ended, f64)> {
+    use std::os::unix::process::ExitStatusExt;
     let logf = std::fs::File::create(log)?;
     let t0 = Instant::now();
     let mut child = match Command::new(bin)
@@ -200,17 +228,21 @@ pub(crate) fn invoke(bin: &Path, args: &[String], log: &Path, deadline: Duration
         Err(e) => {
             use std::io::Write;
             writeln!(&logf, "could not start {}: {e}", bin.display())?;
-            return Ok((None, t0.elapsed().as_secs_f64()));
+            return Ok((Ended::NotStarted, t0.elapsed().as_secs_f64()));
         }
     };
     let status = loop {
         if let Some(s) = child.try_wait()? {
-            break s.code();
+            break match (s.code(), s.signal()) {
+                (Some(c), _) => Ended::Exit(c),
+                (None, Some(sig)) => Ended::Signal(sig),
+                (None, None) => Ended::NotStarted,
+            };
         }
         if t0.elapsed() > deadline {
             child.kill().ok();
             child.wait().ok();
-            break None;
+            break Ended::TimedOut;
         }
         std::thread::sleep(POLL);
     };
@@ -250,16 +282,7 @@ impl Bench {
         ]);
         eprint!("  [peer {} {}] ...\r", peer.label, cmd.args().join(" "));
         let deadline = Duration::from_secs(self.cli.peer_timeout_s);
-        let (status, seconds) = invoke(&peer.bin, &args, &log, deadline)?;
-        if status.is_none() {
-            eprintln!(
-                "warning: peer {} {}: did not start, or no exit after {} s (--peer-timeout-s); see {}",
-                peer.label,
-                cmd.args().join(" "),
-                deadline.as_secs(),
-                log.display()
-            );
-        }
+        let (ended, seconds) = invoke(&peer.bin, &args, &log, deadline)?;
         let out = std::fs::read_to_string(&log).unwrap_or_default();
         let (nulls, bad_words) = parse_checks(&out);
         let rows = match std::fs::read_to_string(&csv) {
@@ -269,11 +292,12 @@ impl Bench {
             }),
             Err(_) => Vec::new(),
         };
-        if status.is_some_and(|c| c != 0) {
+        if !ended.ok() {
             eprintln!(
-                "warning: peer {} {} exited with {status:?}; see {}",
+                "warning: peer {} {}: {ended}{}; see {}",
                 peer.label,
                 cmd.args().join(" "),
+                if ended == Ended::TimedOut { " (--peer-timeout-s)" } else { "" },
                 log.display()
             );
         }
@@ -289,7 +313,7 @@ impl Bench {
             peer: peer.label.clone(),
             test: test.into(),
             args,
-            status,
+            status: ended.to_string(),
             seconds,
             nulls,
             bad_words,
@@ -471,8 +495,8 @@ echo done >&2"#,
         let (csv, log) = (dir.join("p.csv"), dir.join("p.log"));
         let mut args = PeerCmd::Single { threads: 4, size: 16 }.args();
         args.extend(["--csv".into(), csv.to_string_lossy().into_owned()]);
-        let (status, _) = invoke(&bin, &args, &log, Duration::from_secs(30)).unwrap();
-        assert_eq!(status, Some(0));
+        let (ended, _) = invoke(&bin, &args, &log, Duration::from_secs(30)).unwrap();
+        assert!(ended.ok(), "{ended}");
         let rows = parse_csv(&std::fs::read_to_string(&csv).unwrap()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1].alloc_ms, 0.7);
@@ -486,11 +510,19 @@ echo done >&2"#,
     fn kills_a_peer_past_its_deadline() {
         let dir = std::env::temp_dir().join(format!("vb-peer-slow-{}", std::process::id()));
         let bin = fake_peer(&dir, "exec sleep 30");
-        let (status, secs) = invoke(&bin, &[], &dir.join("p.log"), Duration::from_millis(200)).unwrap();
-        assert_eq!(status, None);
+        let (ended, secs) = invoke(&bin, &[], &dir.join("p.log"), Duration::from_millis(200)).unwrap();
+        assert_eq!(ended, Ended::TimedOut);
         assert!(secs < 10.0, "killed, not waited for: {secs} s");
         let missing = invoke(&dir.join("bin/none"), &[], &dir.join("q.log"), Duration::from_secs(1)).unwrap();
-        assert_eq!(missing.0, None);
+        assert_eq!(missing.0, Ended::NotStarted);
+        let crash = fake_peer(&dir, "kill -SEGV $$");
+        assert_eq!(
+            invoke(&crash, &[], &dir.join("r.log"), Duration::from_secs(30)).unwrap().0,
+            Ended::Signal(11)
+        );
+        let fail = fake_peer(&dir, "exit 4");
+        let e = invoke(&fail, &[], &dir.join("s.log"), Duration::from_secs(30)).unwrap().0;
+        assert_eq!((e, e.to_string()), (Ended::Exit(4), "exit 4".to_string()));
         assert!(std::fs::read_to_string(dir.join("q.log")).unwrap().contains("could not start"));
         std::fs::remove_dir_all(&dir).ok();
     }
