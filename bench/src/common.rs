@@ -2,7 +2,7 @@
 //! statistics.
 
 use cust::event::{Event, EventFlags};
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{AsyncCopyDestination, CopyDestination, DeviceBuffer};
 use serde::Serialize;
 use veballoc::Gpu;
 
@@ -127,6 +127,18 @@ impl Bench {
         b.record(self.gpu.stream())?;
         b.synchronize()?;
         Ok(b.elapsed_time_f32(&a)? as f64)
+    }
+
+    /// Copies `vals` into `buf` ordered before the next launch. Launches go to veballoc's
+    /// stream, which does not wait for the legacy stream's copies and memsets (those of
+    /// `from_slice`, `zeroed`, `copy_from`): the context is synchronized first, so that
+    /// everything written so far has landed, then the copy runs on the launches' stream.
+    pub(crate) fn upload(&self, buf: &mut DeviceBuffer<u64>, vals: &[u64]) -> Res<()> {
+        cust::context::CurrentContext::synchronize()?;
+        // SAFETY: `vals` outlives the copy: the stream is synchronized before returning.
+        unsafe { buf.async_copy_from(vals, self.gpu.stream())? };
+        self.gpu.sync()?;
+        Ok(())
     }
 
     /// Writes the pattern and checks it; fails the run on any error.

@@ -4,16 +4,13 @@
 //! no reuse). Free: each thread reads its pointer, one atomic add per warp on its
 //! multiprocessor's counter (`floor_free`).
 
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::DeviceBuffer;
 
 use crate::common::{Bench, Res, Sizes, BLOCK};
 
 /// u64 words between two per-multiprocessor counters (`FLOOR_COUNTER_STRIDE` in
 /// kernels/src/entry.rs).
 const COUNTER_STRIDE: u64 = 16;
-/// The floor verifies its pointers only where the arena holds twice the bytes asked (a
-/// shard's region can fill before the others when the scheduler loads its SM more).
-const VERIFY_HEADROOM: u64 = 2;
 
 /// The floors' memory: an arena split into one region per multiprocessor, and the counters.
 pub(crate) struct FloorArena {
@@ -42,7 +39,8 @@ impl Bench {
 
     /// Times `floor_malloc` and `floor_free` over n threads (one warm-up iteration, then
     /// `iters`), records them as allocator "floor" and returns the median times. With
-    /// `verify` the pointers are written and checked where the arena has room.
+    /// `verify` the pointers are written and checked when none is null (a request past its
+    /// multiprocessor's region gets null: the scheduler can load one SM more than the rest).
     pub(crate) fn run_floor(
         &mut self,
         arena: &mut FloorArena,
@@ -58,11 +56,10 @@ impl Bench {
         let c = arena.counters.as_device_ptr().as_raw();
         let zeros = vec![0u64; arena.counters.len()];
         let size = sizes.fixed();
-        let (mut ta, mut tf) = (Vec::new(), Vec::new());
-        let room = n * sizes.label() * VERIFY_HEADROOM <= region * shards;
+        let (mut ta, mut tf, mut nulls) = (Vec::new(), Vec::new(), 0);
         // One more iteration than asked: the first is a warm-up and is dropped.
         for _ in 0..=iters {
-            arena.counters.copy_from(&zeros[..])?;
+            self.upload(&mut arena.counters, &zeros)?;
             // SAFETY: matches floor_malloc (counters hold shards * COUNTER_STRIDE words).
             ta.push(self.timed(|| unsafe {
                 self.gpu.launch(
@@ -72,15 +69,20 @@ impl Bench {
                     veballoc::kernel_args![c, shards, base, region, p, n, size, sizes_dev],
                 )
             })?);
-            if verify && room {
-                self.write_verify(p, n, sizes, sizes_dev, "floor")?;
+            if verify {
+                nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count();
+                if nulls == 0 {
+                    self.write_verify(p, n, sizes, sizes_dev, "floor")?;
+                }
             }
             // SAFETY: matches floor_free.
             tf.push(self.timed(|| unsafe {
                 self.gpu.launch("floor_free", n, BLOCK, veballoc::kernel_args![c, shards, p, n])
             })?);
         }
-        let nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count();
+        if !verify {
+            nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count();
+        }
         if nulls > 0 {
             eprintln!("warning: floor at {test} {} x {n}: {nulls} requests past their region", sizes.label());
         }

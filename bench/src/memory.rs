@@ -380,7 +380,7 @@ impl Bench {
             let capacity = heap.capacity();
             let batch_threads = (capacity / ((lo + hi) / 2) / UTIL_BATCHES).max(1);
             let mut counters = veballoc::zeroed_u64s(UTIL_COUNTERS)?;
-            counters.copy_from(&[0u64; UTIL_COUNTERS][..])?;
+            self.upload(&mut counters, &[0u64; UTIL_COUNTERS])?;
             let (arg, c) = (heap.arg(), counters.as_device_ptr().as_raw());
             let label = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
             let (mut first_null, mut at_first, mut ms, mut batches) = (None, 0u64, 0.0, 0u32);
@@ -479,7 +479,8 @@ impl Bench {
         let mut counters = veballoc::zeroed_u64s(CHURN_COUNTERS)?;
         let mut init = [0u64; CHURN_COUNTERS];
         init[CHURN_FIRST_NULL_LIVE] = u64::MAX;
-        counters.copy_from(&init[..])?;
+        // After every buffer above: upload waits for their zeroing and copies to land.
+        self.upload(&mut counters, &init)?;
         let (arg, p, s, d, c) = (
             heap.arg(),
             ptrs.as_device_ptr().as_raw(),
