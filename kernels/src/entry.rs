@@ -430,6 +430,10 @@ unsafe fn floor_counter<'a>(counters: *mut u64, shards: u64) -> (&'a crate::atom
 /// reuse. Shard k hands out `[base + k * region, base + (k + 1) * region)`; a request past
 /// its shard's region gets null. Requests are rounded up to 16 bytes. Every thread of the
 /// launch must reach the warp collectives (whole warps; threads past n take part with 0).
+///
+/// # Safety
+/// `counters`: `shards * FLOOR_COUNTER_STRIDE` words, `shards > 0`; `ptrs`: n words; `sizes`:
+/// n sizes or null; `[base, base + shards * region)` device memory nobody else uses.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn floor_malloc(
     counters: *mut u64,
@@ -448,12 +452,10 @@ pub unsafe extern "ptx-kernel" fn floor_malloc(
         if live { unsafe { size_of_thread(size, sizes, i) }.next_multiple_of(FLOOR_ALIGN) } else { 0 };
     let lane = arch::lane_id();
     // Offset of this lane within the warp's run, and the warp's total.
-    let (mut before, mut total) = (0u64, 0u64);
-    if sizes.is_null() {
+    let (before, total) = if sizes.is_null() {
         // One size: lanes below this one that take part, times the size.
         let takers = arch::ballot_sync(FULL_WARP, live);
-        before = (takers & arch::lanemask_lt()).count_ones() as u64 * bytes;
-        total = takers.count_ones() as u64 * bytes;
+        ((takers & arch::lanemask_lt()).count_ones() as u64 * bytes, takers.count_ones() as u64 * bytes)
     } else {
         // Inclusive prefix sum of the sizes over the warp (u64 as two u32 halves).
         let mut sum = bytes;
@@ -466,9 +468,8 @@ pub unsafe extern "ptx-kernel" fn floor_malloc(
             }
             d *= 2;
         }
-        before = sum - bytes;
-        total = arch::shfl_sync_u64(FULL_WARP, sum, 31);
-    }
+        (sum - bytes, arch::shfl_sync_u64(FULL_WARP, sum, 31))
+    };
     // SAFETY: the host passes shards * FLOOR_COUNTER_STRIDE zeroed words, shards > 0.
     let (counter, shard) = unsafe { floor_counter(counters, shards) };
     let mut off = 0;
@@ -486,6 +487,9 @@ pub unsafe extern "ptx-kernel" fn floor_malloc(
 
 /// The free floor: each thread reads its pointer, one atomic add per warp (how many lanes
 /// held one) on its multiprocessor's counter. What any header-free free costs at least.
+///
+/// # Safety
+/// As for `floor_malloc` (`counters`, `shards`, `ptrs`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn floor_free(counters: *mut u64, shards: u64, ptrs: *const u64, n: u64) {
     let i = arch::global_thread_x();
@@ -518,6 +522,9 @@ const UTIL_COUNTERS: usize = 3;
 /// (drawn from `seed ^ i`) and keeps it. `counters` (`UTIL_COUNTERS` words): requested bytes
 /// served, requests served, nulls; one atomic per warp each. Whole warps (threads past n
 /// take part with nothing).
+///
+/// # Safety
+/// `heap` is a live heap; `counters` holds `UTIL_COUNTERS` words; `lo <= hi`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn util_fill(
     heap: DeviceHeap,
@@ -579,7 +586,7 @@ const PROB_BITS: u32 = 32;
 unsafe fn churn_size(r: u64, dist: *const u64) -> u64 {
     // SAFETY: the caller passes the five words.
     let w = |k: usize| unsafe { *dist.add(k) };
-    if r % w(DIST_RUN_ODDS) == 0 {
+    if r.is_multiple_of(w(DIST_RUN_ODDS)) {
         w(DIST_RUN_LO) + (r >> 20) % (w(DIST_RUN_HI) - w(DIST_RUN_LO) + 1)
     } else {
         let e = w(DIST_E0) + (r >> 16) % w(DIST_EXPONENTS);
@@ -592,6 +599,11 @@ unsafe fn churn_size(r: u64, dist: *const u64) -> u64 {
 /// the first and last word it wrote), then a thread holding nothing asks for a size from
 /// `dist` with probability `alloc_p / 2^32` and writes its first and last word. `counters`
 /// as listed above (`CHURN_*`).
+///
+/// # Safety
+/// `heap` is a live heap; `ptrs` and `sizes` hold n entries, each pointer null or from this
+/// heap for `sizes[i]` bytes (>= 16) and written by an earlier round; `dist` holds the law's
+/// five words (see `churn_size`); `counters` holds six words.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn churn_round(
     heap: DeviceHeap,
