@@ -37,7 +37,8 @@ pub(crate) struct Cli {
     /// Heap size in GiB.
     #[arg(long, default_value_t = 8, global = true)]
     pub(crate) heap_gib: u64,
-    /// Sizes (bytes, comma-separated) for single; maxima for mixed.
+    /// Sizes (bytes, comma-separated) for single, warm, frag, oom, util, collective; maxima
+    /// for mixed and packed.
     #[arg(long, value_delimiter = ',', global = true)]
     pub(crate) sizes: Option<Vec<u64>>,
     /// Allocators to run: veballoc, floor (the sharded floors; "bump" names it too), cuda.

@@ -156,6 +156,8 @@ impl PeerCmd {
 #[derive(Serialize, Clone)]
 pub(crate) struct PeerRun {
     pub(crate) peer: String,
+    /// The binary that ran.
+    pub(crate) bin: String,
     /// Which of the harness's tests it served.
     pub(crate) test: String,
     pub(crate) args: Vec<String>,
@@ -311,6 +313,7 @@ impl Bench {
         }
         self.peer_runs.push(PeerRun {
             peer: peer.label.clone(),
+            bin: peer.bin.display().to_string(),
             test: test.into(),
             args,
             status: ended.to_string(),
