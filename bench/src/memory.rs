@@ -224,7 +224,7 @@ impl Bench {
             let (mut row, mut vb_nulls) = (Vec::new(), 0);
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
             let (arg, fixed) = (heap.arg(), sizes.fixed());
-            for round in 0..self.cli.rounds {
+            for round in 0..self.cli.rounds.max(1) {
                 // SAFETY: matches vb_malloc / vb_free.
                 unsafe {
                     self.gpu.launch(
