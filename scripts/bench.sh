@@ -2,10 +2,16 @@
 # The project's main command: the benchmark harness. Installs what is missing, builds, and
 # runs `veballoc-bench` with the given arguments (default: `all`). Results go to
 # bench/results/latest unless --out says otherwise. Without a GPU it says so and exits 2.
+# Where ../shared/peers/bin exists, the peer allocators run in the same invocation
+# (--peers ../shared/peers) unless the arguments name --peers themselves.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh >&2
 source scripts/env.sh
 cargo build --release -p veballoc-bench >&2
 [ $# -gt 0 ] || set -- all
+peers=../shared/peers
+if [ -d "$peers/bin" ] && ! printf '%s\n' "$@" | grep -qE '^--peers(=|$)'; then
+  set -- "$@" --peers "$peers"
+fi
 exec target/release/veballoc-bench "$@"

@@ -25,4 +25,8 @@ cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.
 cargo build --release --features checks
 cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
 strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example
+# The peer allocators' binaries (../shared/peers/bin, about 4 MB), for the harness's --peers.
+if [ -d ../shared/peers/bin ]; then
+  install -D -m 755 -t .devbin/peers/bin ../shared/peers/bin/*
+fi
 ls -la .devbin

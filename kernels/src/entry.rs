@@ -437,3 +437,278 @@ pub unsafe extern "ptx-kernel" fn cuda_free(ptrs: *const u64, n: u64) {
         unsafe { free(*ptrs.add(i as usize) as *mut u8) };
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Harness kernels appended for bench/ (issues 11.2 and 9.4): the allocation and free floors,
+// the utilisation fill and the churn round.
+
+/// Every lane of a warp (the harness launches whole blocks of 256 threads).
+const FULL_WARP: u32 = u32::MAX;
+/// u64 words between two per-multiprocessor counters of the floors: 128 bytes, one L2 line
+/// each, so that no two multiprocessors' atomics meet on a line.
+const FLOOR_COUNTER_STRIDE: u64 = 16;
+/// What the allocation floor aligns every request to (veballoc's slice alignment).
+const FLOOR_ALIGN: u64 = 16;
+
+/// This warp's counter of the floors' per-multiprocessor array: `counters` holds
+/// `shards * FLOOR_COUNTER_STRIDE` words; returns the counter and the shard index.
+///
+/// # Safety
+/// `counters` must hold `shards * FLOOR_COUNTER_STRIDE` words, `shards > 0`.
+#[inline(always)]
+unsafe fn floor_counter<'a>(counters: *mut u64, shards: u64) -> (&'a crate::atomic::Atom64, u64) {
+    let shard = arch::smid() as u64 % shards.max(1);
+    // SAFETY: shard < shards, and the caller passes shards * FLOOR_COUNTER_STRIDE words.
+    let c =
+        unsafe { &*(counters.add((shard * FLOOR_COUNTER_STRIDE) as usize) as *const crate::atomic::Atom64) };
+    (c, shard)
+}
+
+/// The allocation floor: a sharded bump allocator. One counter per multiprocessor (its own
+/// line), one atomic add per warp (the warp's total, its lanes' offsets by a prefix sum), no
+/// reuse. Shard k hands out `[base + k * region, base + (k + 1) * region)`; a request past
+/// its shard's region gets null. Requests are rounded up to 16 bytes. Every thread of the
+/// launch must reach the warp collectives (whole warps; threads past n take part with 0).
+///
+/// # Safety
+/// `counters`: `shards * FLOOR_COUNTER_STRIDE` words, `shards > 0`; `ptrs`: n words; `sizes`:
+/// n sizes or null; `[base, base + shards * region)` device memory nobody else uses.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn floor_malloc(
+    counters: *mut u64,
+    shards: u64,
+    base: u64,
+    region: u64,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    sizes: *const u32,
+) {
+    let i = arch::global_thread_x();
+    let live = i < n;
+    // SAFETY: the host passes n sizes (or null) and i < n where read.
+    let bytes =
+        if live { unsafe { size_of_thread(size, sizes, i) }.next_multiple_of(FLOOR_ALIGN) } else { 0 };
+    let lane = arch::lane_id();
+    // Offset of this lane within the warp's run, and the warp's total.
+    let (before, total) = if sizes.is_null() {
+        // One size: lanes below this one that take part, times the size.
+        let takers = arch::ballot_sync(FULL_WARP, live);
+        ((takers & arch::lanemask_lt()).count_ones() as u64 * bytes, takers.count_ones() as u64 * bytes)
+    } else {
+        // Inclusive prefix sum of the sizes over the warp (u64 as two u32 halves).
+        let mut sum = bytes;
+        let mut d = 1;
+        while d < 32 {
+            let lo = arch::shfl_up_full_u32(sum as u32, d);
+            let hi = arch::shfl_up_full_u32((sum >> 32) as u32, d);
+            if lane >= d {
+                sum += ((hi as u64) << 32) | lo as u64;
+            }
+            d *= 2;
+        }
+        (sum - bytes, arch::shfl_sync_u64(FULL_WARP, sum, 31))
+    };
+    // SAFETY: the host passes shards * FLOOR_COUNTER_STRIDE zeroed words, shards > 0.
+    let (counter, shard) = unsafe { floor_counter(counters, shards) };
+    let mut off = 0;
+    if lane == 0 && total != 0 {
+        // Relaxed: a pure offset counter; nothing else is published through it.
+        off = counter.fetch_add_relaxed(total);
+    }
+    let off = arch::shfl_sync_u64(FULL_WARP, off, 0) + before;
+    if live {
+        let p = if off + bytes <= region { base + shard * region + off } else { 0 };
+        // SAFETY: ptrs holds n entries and i < n.
+        unsafe { *ptrs.add(i as usize) = p };
+    }
+}
+
+/// The free floor: each thread reads its pointer, one atomic add per warp (how many lanes
+/// held one) on its multiprocessor's counter. What any header-free free costs at least.
+///
+/// # Safety
+/// As for `floor_malloc` (`counters`, `shards`, `ptrs`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn floor_free(counters: *mut u64, shards: u64, ptrs: *const u64, n: u64) {
+    let i = arch::global_thread_x();
+    // SAFETY: ptrs holds n entries and i < n where read.
+    let p = if i < n { unsafe { *ptrs.add(i as usize) } } else { 0 };
+    let held = arch::ballot_sync(FULL_WARP, p != 0);
+    if arch::lane_id() == 0 && held != 0 {
+        // SAFETY: as in floor_malloc.
+        let (counter, _) = unsafe { floor_counter(counters, shards) };
+        // Relaxed: a count nobody reads during the kernel.
+        counter.fetch_add_relaxed(held.count_ones() as u64);
+    }
+}
+
+/// Sum of `v` over the full warp, in every lane.
+#[inline(always)]
+fn warp_sum_u64(v: u64) -> u64 {
+    let (lane, mut sum, mut d) = (arch::lane_id(), v, 16);
+    while d > 0 {
+        sum += arch::shfl_sync_u64(FULL_WARP, sum, lane ^ d);
+        d /= 2;
+    }
+    sum
+}
+
+/// Words of `util_fill`'s counters: bytes served, requests served, nulls.
+const UTIL_COUNTERS: usize = 3;
+
+/// One batch of the utilisation fill: thread i < n asks for a size uniform in [lo, hi]
+/// (drawn from `seed ^ i`) and keeps it. `counters` (`UTIL_COUNTERS` words): requested bytes
+/// served, requests served, nulls; one atomic per warp each. Whole warps (threads past n
+/// take part with nothing).
+///
+/// # Safety
+/// `heap` is a live heap; `counters` holds `UTIL_COUNTERS` words; `lo <= hi`.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn util_fill(
+    heap: DeviceHeap,
+    n: u64,
+    lo: u64,
+    hi: u64,
+    seed: u64,
+    counters: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    let (mut got, mut null) = (0u64, false);
+    if i < n {
+        let size = lo + mix(seed ^ i) % (hi - lo + 1);
+        if heap.malloc(size).is_null() {
+            null = true;
+        } else {
+            got = size;
+        }
+    }
+    let bytes = warp_sum_u64(got);
+    let served = arch::ballot_sync(FULL_WARP, got != 0).count_ones() as u64;
+    let nulls = arch::ballot_sync(FULL_WARP, null).count_ones() as u64;
+    let counts: [u64; UTIL_COUNTERS] = [bytes, served, nulls];
+    if arch::lane_id() == 0 {
+        for (k, v) in counts.into_iter().enumerate() {
+            if v != 0 {
+                // SAFETY: the host passes UTIL_COUNTERS words. Relaxed: counts read after the kernel.
+                unsafe { &*(counters.add(k) as *const crate::atomic::Atom64) }.fetch_add_relaxed(v);
+            }
+        }
+    }
+}
+
+/// `churn_round`'s counters (u64 words): live requested bytes, live allocations (both
+/// wrapping sums of + on malloc and - on free), nulls, bad words, segment runs served, live
+/// bytes when the first null came (the host sets it to u64::MAX; the first null writes it).
+const CHURN_LIVE_BYTES: usize = 0;
+const CHURN_LIVE_COUNT: usize = 1;
+const CHURN_NULLS: usize = 2;
+const CHURN_BAD_WORDS: usize = 3;
+const CHURN_RUNS: usize = 4;
+const CHURN_FIRST_NULL_LIVE: usize = 5;
+/// `churn_round`'s size law (u64 words of `dist`): smallest exponent e0, number of exponents
+/// m (a request of the main law is uniform in [2^e, 2^(e+1)) with e uniform in
+/// e0..e0+m), one request in `odds` is a segment run uniform in [run_lo, run_hi].
+const DIST_E0: usize = 0;
+const DIST_EXPONENTS: usize = 1;
+const DIST_RUN_ODDS: usize = 2;
+const DIST_RUN_LO: usize = 3;
+const DIST_RUN_HI: usize = 4;
+/// Probabilities are passed as thresholds on 32 random bits: 2^32 means always.
+const PROB_BITS: u32 = 32;
+
+/// The churn's request size from random bits `r` and the law in `dist`.
+///
+/// # Safety
+/// `dist` must hold the five words above, with `exponents > 0`, `odds > 0`, `run_lo <= run_hi`.
+#[inline(always)]
+unsafe fn churn_size(r: u64, dist: *const u64) -> u64 {
+    // SAFETY: the caller passes the five words.
+    let w = |k: usize| unsafe { *dist.add(k) };
+    if r.is_multiple_of(w(DIST_RUN_ODDS)) {
+        w(DIST_RUN_LO) + (r >> 20) % (w(DIST_RUN_HI) - w(DIST_RUN_LO) + 1)
+    } else {
+        let e = w(DIST_E0) + (r >> 16) % w(DIST_EXPONENTS);
+        (1u64 << e) + (r >> 24) % (1u64 << e)
+    }
+}
+
+/// One churn round over n threads, each holding at most one allocation (`ptrs[i]`, its
+/// requested size in `sizes[i]`): a holder frees with probability `free_p / 2^32` (checking
+/// the first and last word it wrote), then a thread holding nothing asks for a size from
+/// `dist` with probability `alloc_p / 2^32` and writes its first and last word. `counters`
+/// as listed above (`CHURN_*`).
+///
+/// # Safety
+/// `heap` is a live heap; `ptrs` and `sizes` hold n entries, each pointer null or from this
+/// heap for `sizes[i]` bytes (>= 16) and written by an earlier round; `dist` holds the law's
+/// five words (see `churn_size`); `counters` holds six words.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn churn_round(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    sizes: *mut u32,
+    n: u64,
+    seed: u64,
+    round: u64,
+    free_p: u64,
+    alloc_p: u64,
+    dist: *const u64,
+    counters: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    // SAFETY: the host passes n pointers and sizes, the law's five words and six counters;
+    // every non-null pointer came from this heap's malloc for sizes[i] (>= 16) bytes.
+    unsafe {
+        let c = |k: usize| &*(counters.add(k) as *const crate::atomic::Atom64);
+        let slot = ptrs.add(i as usize);
+        let r = mix(seed ^ mix(i ^ (round << 40)));
+        let bits = (1u64 << PROB_BITS) - 1;
+        let mut held = *slot as *mut u32;
+        if !held.is_null() && (r & bits) < free_p {
+            let size = *sizes.add(i as usize) as u64;
+            let last = (size / 4 - 1) as usize;
+            let want = pattern(i, size);
+            let bad = (held.read() != want) as u64 + (held.add(last).read() != want) as u64;
+            if bad != 0 {
+                // Relaxed: counts read after the kernel.
+                c(CHURN_BAD_WORDS).fetch_add_relaxed(bad);
+            }
+            heap.free(held as *mut u8);
+            *slot = 0;
+            held = core::ptr::null_mut();
+            // Relaxed: running sums (wrapping), read between rounds.
+            c(CHURN_LIVE_BYTES).fetch_add_relaxed(size.wrapping_neg());
+            c(CHURN_LIVE_COUNT).fetch_add_relaxed(u64::MAX);
+        }
+        let r2 = mix(r);
+        if held.is_null() && (r2 & bits) < alloc_p {
+            let size = churn_size(mix(r2 ^ round), dist);
+            let q = heap.malloc(size) as *mut u32;
+            if q.is_null() {
+                // Relaxed: counts read after the kernel.
+                c(CHURN_NULLS).fetch_add_relaxed(1);
+                // Relaxed load: the live bytes near the moment of the first null. The CAS lets
+                // only the first null's value land (the host set the word to u64::MAX); its
+                // acq_rel order is more than needed (the shim's only CAS).
+                let now = c(CHURN_LIVE_BYTES).load_relaxed();
+                let _ = c(CHURN_FIRST_NULL_LIVE).cas_acq_rel(u64::MAX, now);
+            } else {
+                let want = pattern(i, size);
+                q.write(want);
+                q.add((size / 4 - 1) as usize).write(want);
+                *slot = q as u64;
+                *sizes.add(i as usize) = size as u32;
+                // Relaxed: as above.
+                c(CHURN_LIVE_BYTES).fetch_add_relaxed(size);
+                c(CHURN_LIVE_COUNT).fetch_add_relaxed(1);
+                if size > crate::SEGMENT_BYTES {
+                    c(CHURN_RUNS).fetch_add_relaxed(1);
+                }
+            }
+        }
+    }
+}
