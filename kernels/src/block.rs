@@ -283,7 +283,9 @@ impl crate::heap::DeviceHeap {
     fn claim_from_tree(&self, c: usize) -> Option<u64> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
-        let gid = self.block_tree(c).claim_spread(0, spread)?;
+        // One pass (no exactness check): claim_block retries, and confirms "empty" with the
+        // exact successor before it reports out of memory.
+        let gid = self.block_tree(c).try_claim_spread(0, spread)?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);
@@ -322,7 +324,8 @@ impl crate::heap::DeviceHeap {
                         1
                     };
                     for i in 0..segs {
-                        let Some(seg) = self.seg_tree().claim_from(0) else { break };
+                        // One pass, as for the blocks: "empty" is confirmed below.
+                        let Some(seg) = self.seg_tree().try_claim_spread(0, 0) else { break };
                         self.format_segment(seg as u32, c, i == 0);
                         if i == 0 {
                             got = Some(seg << blocks_per_segment_shift(c));
@@ -334,8 +337,9 @@ impl crate::heap::DeviceHeap {
                     lock.fetch_sub_acq_rel(1);
                 }
                 got = got.or_else(|| self.claim_from_tree(c));
-                // Out of memory only when both trees are empty; a claim that lost its races
-                // to other claimers tries again.
+                // Out of memory only when both trees are empty by the exact searches (the
+                // one-pass claims above may miss an index for a moment); a claim that lost its
+                // races to other claimers, or missed, tries again.
                 if got.is_some()
                     || (self.seg_tree().successor(0).is_none() && self.block_tree(c).successor(0).is_none())
                 {

@@ -262,12 +262,16 @@ impl<'a> Veb<'a> {
         snap.0 == snap.1 && self.windows().0.load_relaxed() == snap.1
     }
 
-    /// Runs `search` through the summaries. If it found nothing while a clear window may
-    /// have hidden an index from it, it waits for the windows open then to end (their re-sets
-    /// are visible after that) and searches again, up to `QUIET_SEARCH_TRIES` times; then once
-    /// over the exact leaves.
+    /// Runs `search` through the summaries. What it finds is good at once (the common case
+    /// costs nothing more). If it found nothing, that answer counts only from a search that no
+    /// clear window overlapped: it searches again between two looks at the window counts,
+    /// waiting for the windows open at each try to end (their re-sets are visible after that),
+    /// up to `QUIET_SEARCH_TRIES` times; then once over the exact leaves.
     #[inline(always)]
     fn search_exactly<T>(&self, search: impl Fn(bool) -> Option<T>) -> Option<T> {
+        if let Some(r) = search(false) {
+            return Some(r);
+        }
         let mut snap = self.quiet_snapshot();
         for _ in 0..QUIET_SEARCH_TRIES {
             match search(false) {
@@ -375,6 +379,14 @@ impl<'a> Veb<'a> {
     #[inline(never)]
     pub fn claim_spread(&self, x: u64, spread: u32) -> Option<u64> {
         self.search_exactly(|exact| self.claim_pass(x, spread, exact))
+    }
+
+    /// One pass of `claim_spread` through the summaries, for callers that retry anyway: its
+    /// `None` may be transient (a clear window), so a caller that acts on it (reports out of
+    /// memory) must confirm it with `successor`, which is exact.
+    #[inline(never)]
+    pub fn try_claim_spread(&self, x: u64, spread: u32) -> Option<u64> {
+        self.claim_pass(x, spread, false)
     }
 
     /// One pass of `claim_spread`. Bounded: every word is visited once, with at most
