@@ -25,7 +25,9 @@ echo "== CPU suite and PTX again, with the safety checks (--features checks)"
 cargo test --release -p veballoc --features checks --test 'cpu_*' --test ptx 2>&1 | tee -a "$log"
 if [ "${VEBALLOC_GPU_TESTS:-0}" = 1 ]; then
   echo "== GPU tests (VEBALLOC_GPU_TESTS=1), one at a time"
-  cargo test --release -p veballoc --test 'gpu*' -- --ignored --test-threads=1 2>&1 | tee -a "$log"
+  # The checks PTX that the step above built, for the tests that need the checks.
+  VEBALLOC_CHECKS_PTX_FILE=$PWD/target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx \
+    cargo test --release -p veballoc --test 'gpu*' -- --ignored --test-threads=1 2>&1 | tee -a "$log"
 fi
 echo "== loom models (RUSTFLAGS=--cfg loom)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p veballoc-kernels --release --test loom 2>&1 \
