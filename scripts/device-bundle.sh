@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# Builds what a GPU machine without Rust needs into .devbin/ (git-ignored): the GPU test
-# binary, the benchmark harness and the PTX (without and with the safety checks). Carry .devbin to the device and run
-# scripts/device-run.sh there.
+# Builds what a GPU machine without Rust needs into .devbin/ (git-ignored): every GPU test
+# binary (tests/gpu*.rs, into .devbin/tests/), the benchmark harness and the PTX (without and
+# with the safety checks). Carry .devbin to the device and run scripts/device-run.sh there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-mkdir -p .devbin
-exe=$(cargo test --release --test gpu --no-run --message-format=json 2>/dev/null \
+rm -rf .devbin/tests .devbin/gpu-tests # .devbin/gpu-tests: the single binary of older bundles
+mkdir -p .devbin/tests
+# Every test target named gpu*: its executable, as cargo reports it.
+cargo test --release -p veballoc --test 'gpu*' --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import sys,json
 for l in sys.stdin:
     m=json.loads(l)
-    if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="gpu": print(m["executable"])' | tail -n1)
-cp "$exe" .devbin/gpu-tests
+    t=m.get("target") or {}
+    if m.get("reason")=="compiler-artifact" and m.get("executable") and t.get("kind")==["test"] and t["name"].startswith("gpu"):
+        print(t["name"], m["executable"])' \
+  | while read -r name exe; do cp "$exe" ".devbin/tests/$name"; done
+if [ -z "$(ls .devbin/tests)" ]; then
+  echo "device-bundle: no GPU test binary was built" >&2
+  exit 1
+fi
 cargo build --release -p veballoc-bench -p graph-example
 cp target/release/veballoc-bench target/release/graph-example .devbin/
 benchexe=$(cargo bench -p veballoc-bench --bench host --no-run --message-format=json 2>/dev/null \
@@ -21,12 +29,13 @@ for l in sys.stdin:
     if m.get("reason")=="compiler-artifact" and m.get("executable") and m["target"]["name"]=="host": print(m["executable"])' | tail -n1)
 cp "$benchexe" .devbin/criterion-host
 cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.ptx
-# The same kernels with the safety checks, for VEBALLOC_PTX_FILE (cost and detection runs).
+# The same kernels with the safety checks, for VEBALLOC_PTX_FILE (cost and detection runs)
+# and VEBALLOC_CHECKS_PTX_FILE (the GPU tests that need the checks).
 cargo build --release --features checks
 cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
-strip .devbin/gpu-tests .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example
+strip .devbin/tests/* .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example
 # The peer allocators' binaries (../shared/peers/bin, about 4 MB), for the harness's --peers.
 if [ -d ../shared/peers/bin ]; then
   install -D -m 755 -t .devbin/peers/bin ../shared/peers/bin/*
 fi
-ls -la .devbin
+ls -la .devbin .devbin/tests

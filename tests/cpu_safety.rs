@@ -1,12 +1,14 @@
 //! Safety checks (double frees, foreign pointers), packed and collective allocation, and a
 //! fuzzer that validates the whole heap after every step, on the CPU model of the allocator.
-//! The dev-dependency turns on `veballoc-kernels/checks`, so these run with the checks even
-//! in release builds.
+//! The suite runs in both builds (scripts/test.sh): `cargo test --release` tests what the
+//! benchmarks run, without the checks, and `cargo test --release --features checks` the
+//! checked build. The tests of what only the checks detect are ignored without them (they
+//! count as ignored, and fail if forced to run there).
 
 use proptest::prelude::*;
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::{counter, PACKED_UNIT};
-use veballoc::kernels::{DeviceHeap, Stats, SEGMENT_BYTES};
+use veballoc::kernels::{DeviceHeap, Stats, CHECKS, SEGMENT_BYTES};
 
 fn stats(h: &DeviceHeap) -> Stats {
     h.validate().unwrap_or_else(|e| panic!("heap inconsistent: {e:?}"))
@@ -54,10 +56,14 @@ fn words(size: u64) -> Vec<usize> {
 }
 
 #[test]
+#[cfg_attr(
+    not(any(feature = "checks", debug_assertions)),
+    ignore = "needs the safety checks (cargo test --features checks)"
+)]
 fn double_frees_are_counted_and_leave_the_heap_intact() {
     let cpu = CpuHeap::new(8, 4);
     let h = cpu.heap();
-    assert!(h.checking(), "the tests' dev-dependency enables the checks");
+    assert!(h.checking(), "this build has no safety checks (veballoc_kernels::CHECKS)");
     // A slice, a whole block and a multi-segment run.
     for (i, size) in [16u64, 100, 4096, 8192, 1 << 20, 2 * SEGMENT_BYTES].into_iter().enumerate() {
         let keep = h.malloc(size); // keeps the block (or class) busy
@@ -78,9 +84,14 @@ fn double_frees_are_counted_and_leave_the_heap_intact() {
 }
 
 #[test]
+#[cfg_attr(
+    not(any(feature = "checks", debug_assertions)),
+    ignore = "needs the safety checks (cargo test --features checks)"
+)]
 fn frees_of_slices_never_handed_out_are_counted() {
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();
+    assert!(h.checking(), "this build has no safety checks (veballoc_kernels::CHECKS)");
     let p = h.malloc(64);
     // SAFETY: pointer arithmetic only; the heap never dereferences these.
     let (next, inside) = unsafe { (p.add(64), p.add(8)) };
@@ -94,10 +105,15 @@ fn frees_of_slices_never_handed_out_are_counted() {
 }
 
 #[test]
+#[cfg_attr(
+    not(any(feature = "checks", debug_assertions)),
+    ignore = "needs the safety checks (cargo test --features checks)"
+)]
 fn a_heap_without_checks_has_no_bitmap() {
     let with = CpuHeap::with_checks(4, 1, true);
     let without = CpuHeap::with_checks(4, 1, false);
-    assert!(with.heap().checking() && !without.heap().checking());
+    assert!(with.heap().checking(), "this build has no safety checks (veballoc_kernels::CHECKS)");
+    assert!(!without.heap().checking());
     assert_eq!(without.heap().layout().bits_off, 0);
     let extra = with.heap().layout().meta_bytes - without.heap().layout().meta_bytes;
     assert_eq!(extra, 4 * SEGMENT_BYTES / 128, "one bit per 16 bytes of heap");
@@ -188,7 +204,8 @@ enum Op {
     Free(usize),
     Realloc(usize, u64),
     Packed(Vec<u64>),
-    /// Free, then free the same pointer again at once (before any malloc can reuse it).
+    /// Free, then free the same pointer again at once (before any malloc can reuse it); a
+    /// no-op where the build cannot catch it (`double_free_caught`).
     FreeTwice(usize),
     /// Free a misaligned pointer into a live allocation.
     FreeInterior(usize),
@@ -211,6 +228,13 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::FreeTwice),
         1 => any::<usize>().prop_map(Op::FreeInterior),
     ]
+}
+
+/// Whether this build catches a second free of the live allocation `l`: with the checks,
+/// always; without them, only for segment runs. (The README promises whole blocks too: issue 10
+/// item 4, which fixes that, should widen this to `usable_size > MAX_SLICE_BYTES`.)
+fn double_free_caught(h: &DeviceHeap, l: &Live) -> bool {
+    CHECKS || (!l.packed && h.usable_size(l.p) >= SEGMENT_BYTES)
 }
 
 /// A live allocation of the model: pointer, requested size, pattern tag, packed or not.
@@ -267,7 +291,7 @@ proptest! {
                         }
                     }
                 }
-                Op::FreeTwice(i) if !live.is_empty() => {
+                Op::FreeTwice(i) if !live.is_empty() && double_free_caught(h, &live[i % live.len()]) => {
                     let l = live.swap_remove(i % live.len());
                     h.free(l.p);
                     h.free(l.p);

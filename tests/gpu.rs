@@ -1,7 +1,10 @@
-//! GPU tests: they need a CUDA GPU and skip (pass, with a message) where there is none.
-//! On the device machine run them one at a time: `gpu-tests --test-threads=1`.
+//! GPU tests: each needs a CUDA GPU, so each is `#[ignore]`d (a plain `cargo test` reports
+//! them as ignored, never as passed) and fails, when run, where there is no GPU. On a GPU
+//! machine run them one at a time: `cargo test --release --test gpu -- --ignored
+//! --test-threads=1` (the device scripts run the prebuilt binaries from `.devbin/` so).
 //! `VEBALLOC_TEST_SCALE=k` divides the thread counts of the big tests by k (for runs under
-//! compute-sanitizer, which is 10-100x slower).
+//! compute-sanitizer, which is 10-100x slower). `VEBALLOC_CHECKS_PTX_FILE` names a PTX built
+//! with the safety checks, for the double-free test when the loaded PTX has none.
 
 use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
@@ -17,16 +20,14 @@ fn scale(n: u64) -> u64 {
     (n / k.max(1)).max(4096)
 }
 
-fn gpu() -> Option<Gpu> {
+/// The GPU with veballoc's module loaded; panics (the test fails) where there is none.
+fn gpu() -> Gpu {
     match Gpu::new() {
         Ok(g) => {
-            eprintln!("GPU: {} (driver {})", g.name(), g.driver_version());
-            Some(g)
+            eprintln!("GPU: {} (driver {}), PTX with checks: {}", g.name(), g.driver_version(), g.checks());
+            g
         }
-        Err(e) => {
-            eprintln!("SKIPPED: this test needs a CUDA GPU ({e})");
-            None
-        }
+        Err(e) => panic!("this test needs a CUDA GPU: {e}"),
     }
 }
 
@@ -92,8 +93,9 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_every_size_and_mixed_1m_threads() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
     for c in 0..9 {
@@ -106,8 +108,9 @@ fn gpu_every_size_and_mixed_1m_threads() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_churn_100_rounds_mixed_sizes() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     // Slices of every class, and about one request in 20 for a whole block of up to 64 KiB.
     let (bad, nulls) = churn_rounds(&gpu, &heap, 1 << 18, 42, 65536, 100, 25);
@@ -168,8 +171,9 @@ fn churn_rounds(
 /// Fill a small heap past full: nulls come back (no hang), exactly the heap's capacity is
 /// handed out, and after freeing everything the same again.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_out_of_memory_then_recover() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, 512 << 20).unwrap();
     for (size, threads) in [(4096u64, 200_000u64), (1 << 20, 1000), (64 << 20, 40), (16, 36 << 20)] {
         for attempt in 0..2 {
@@ -207,8 +211,9 @@ fn gpu_out_of_memory_then_recover() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_calloc_realloc() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     // Up to 2/3 of the threads realloc past 4 KiB into a whole 64 KiB block: 1 GiB at most.
     let heap = Heap::new(&gpu, 4 << 30).unwrap();
     let n = 1u64 << 14;
@@ -223,8 +228,9 @@ fn gpu_calloc_realloc() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_large_runs_nearly_whole_heap() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, 1 << 30).unwrap();
     let ptrs = veballoc::zeroed_u64s(1).unwrap();
     let (arg, p, one, zero) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 0u64);
@@ -240,8 +246,9 @@ fn gpu_large_runs_nearly_whole_heap() {
 }
 
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn heap_errors_are_clear() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let too_big = gpu.total_memory() * 2;
     let e = Heap::new(&gpu, too_big).err().expect("a heap twice the card must fail");
     assert!(matches!(e, veballoc::Error::HeapTooLarge { .. }), "{e}");
@@ -304,8 +311,9 @@ fn assert_heap_empty(heap: &Heap) {
 /// Mixed sizes packed per warp: every lane's object follows its lower neighbour's in the
 /// same warp (except where a heap block ran out), objects never overlap, frees need no size.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_packed_mixed_sizes_are_warp_contiguous() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
     for max in [64u64, 1024] {
@@ -349,8 +357,9 @@ fn gpu_packed_mixed_sizes_are_warp_contiguous() {
 
 /// malloc_warp and malloc_block (thread-block collective) hand out consecutive slices.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_collective_warp_and_block_allocation() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
     for kernel in ["vb_malloc_warp", "vb_malloc_cta"] {
@@ -376,14 +385,49 @@ fn gpu_collective_warp_and_block_allocation() {
     heap.destroy().unwrap();
 }
 
-/// With the safety checks, freeing every pointer twice is counted and harms nothing.
-#[test]
-fn gpu_double_frees_are_detected() {
-    let Some(gpu) = gpu() else { return };
-    if !gpu.checks() {
-        println!("NOTE: this PTX has no safety checks (build with --features checks, or set VEBALLOC_PTX_FILE to such a build): double-free detection not exercised");
-        return;
+/// Names a PTX file built with the safety checks (scripts/device-bundle.sh builds
+/// `.devbin/veballoc-checks.ptx`), for the tests that need them when the loaded PTX has none.
+const CHECKS_PTX_ENV: &str = "VEBALLOC_CHECKS_PTX_FILE";
+
+/// A GPU whose module has the safety checks: the default one if its PTX has them (built with
+/// `--features checks`, or `VEBALLOC_PTX_FILE` naming such a build), else the PTX named by
+/// `VEBALLOC_CHECKS_PTX_FILE`. Panics (the test fails) when neither has them, so that the
+/// detection is exercised wherever the test passes.
+fn gpu_with_checks() -> Gpu {
+    let g = gpu();
+    if g.checks() {
+        return g;
     }
+    drop(g);
+    let path = std::env::var_os(CHECKS_PTX_ENV).unwrap_or_else(|| {
+        panic!(
+            "this test needs a PTX with the safety checks: the loaded one has none; set \
+             {CHECKS_PTX_ENV} (or {}) to such a build, e.g. .devbin/veballoc-checks.ptx from \
+             scripts/device-bundle.sh, or build the tests with --features checks",
+            veballoc::PTX_FILE_ENV
+        )
+    });
+    // Gpu::new reads the PTX file's name from the environment: point it at the checks build
+    // for this one call, then restore it. The GPU tests run one at a time (--test-threads=1),
+    // so no other test reads the variable meanwhile.
+    let before = std::env::var_os(veballoc::PTX_FILE_ENV);
+    std::env::set_var(veballoc::PTX_FILE_ENV, &path);
+    let g = Gpu::new();
+    match before {
+        Some(v) => std::env::set_var(veballoc::PTX_FILE_ENV, v),
+        None => std::env::remove_var(veballoc::PTX_FILE_ENV),
+    }
+    let g = g.unwrap_or_else(|e| panic!("loading {}: {e}", path.to_string_lossy()));
+    assert!(g.checks(), "{} ({CHECKS_PTX_ENV}) has no safety checks", path.to_string_lossy());
+    g
+}
+
+/// With the safety checks, freeing every pointer twice is counted and harms nothing. Runs on
+/// a PTX with the checks (see `gpu_with_checks`), and fails where there is none.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_double_frees_are_detected() {
+    let gpu = gpu_with_checks();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
     let sizes = mixed_sizes(n, 9);
@@ -413,8 +457,9 @@ fn gpu_double_frees_are_detected() {
 /// A heap kept 90% full by long-lived allocations, with 1000 rounds of mixed-size churn in
 /// the rest: nothing is corrupted, and once everything is freed every byte is back.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_churn_at_90_percent_full_1000_rounds() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, 4 << 30).unwrap();
     let segs = heap.layout().num_segments as u64;
     // Fill with long-lived mixed sizes until 90% of the heap's bytes are live or the heap
@@ -453,8 +498,9 @@ fn gpu_churn_at_90_percent_full_1000_rounds() {
 /// Host-side allocation from the heap: sizes from 1 B to 1 GiB, typed views, device `free`
 /// of a host pointer refused, stream-ordered reuse, and everything back after trim.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_host_pool_alloc_free_async_and_views() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let mut ptrs = Vec::new();
     for shift in (0..=30).step_by(3) {
@@ -484,12 +530,11 @@ fn gpu_host_pool_alloc_free_async_and_views() {
     assert_eq!(s.invalid_frees, 1);
     assert!(s.host_segments > 0);
     assert_eq!(heap.read_slice::<u64>(big, 1000).unwrap(), words);
-    // Stream order: a range freed on a stream is reused by that stream at once.
+    // Stream-ordered allocation round trip (the reuse itself: the test after this one).
     let stream = cust::stream::Stream::new(cust::stream::StreamFlags::NON_BLOCKING, None).unwrap();
     let a = heap.alloc_async(4096, &stream).unwrap();
     heap.free_async(a, &stream).unwrap();
     let b = heap.alloc_async(4096, &stream).unwrap();
-    println!("host pool: alloc_async after free_async on the same stream reused the range: {}", a == b);
     heap.free_async(b, &stream).unwrap();
     stream.synchronize().unwrap();
     assert!(matches!(heap.free(b), Err(veballoc::Error::UnknownPointer(_))));
@@ -503,10 +548,69 @@ fn gpu_host_pool_alloc_free_async_and_views() {
     heap.destroy().unwrap();
 }
 
+/// Segments of the heap that the stream-order test fills.
+const STREAM_TEST_SEGMENTS: u64 = 4;
+/// How long the stream-order test holds its stream at most (a host function that waits).
+const STREAM_HOLD_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Stream order: a range freed with `free_async` on a stream whose earlier work has not run
+/// yet is reused at once by that stream's next `alloc_async`, and by no one else before the
+/// free has run. The heap is full first, so that nothing else could serve the request.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_host_pool_reuses_a_stream_ordered_free_on_that_stream() {
+    use cust::stream::{Stream, StreamFlags};
+    use veballoc::Error::OutOfMemory;
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, STREAM_TEST_SEGMENTS * SEGMENT_BYTES).unwrap();
+    // Fill the heap with the largest requests the pool carves from shared segments.
+    let size = veballoc::SUB_MAX_BYTES;
+    let most = STREAM_TEST_SEGMENTS * SEGMENT_BYTES / size;
+    let mut held = Vec::new();
+    loop {
+        match heap.alloc(size) {
+            Ok(p) => held.push(p),
+            Err(OutOfMemory { .. }) => break,
+            Err(e) => panic!("filling the heap: {e}"),
+        }
+        assert!(held.len() as u64 <= most, "more than the heap holds");
+    }
+    assert!(!held.is_empty(), "the heap served nothing");
+    // Hold the stream with a host function that waits for the test's word: the event the free
+    // records behind it stays pending.
+    let stream = Stream::new(StreamFlags::NON_BLOCKING, None).unwrap();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    stream
+        .add_callback(Box::new(move || {
+            let _ = wait.recv_timeout(STREAM_HOLD_LIMIT);
+        }))
+        .unwrap();
+    let freed = held.pop().unwrap();
+    heap.free_async(freed, &stream).unwrap();
+    assert_eq!(heap.pool_stats().pending, 1, "the free waits for the held stream");
+    assert!(matches!(heap.alloc(size), Err(OutOfMemory { .. })), "reused before the free ran");
+    let other = Stream::new(StreamFlags::NON_BLOCKING, None).unwrap();
+    assert!(matches!(heap.alloc_async(size, &other), Err(OutOfMemory { .. })), "reused by another stream");
+    let again = heap.alloc_async(size, &stream).unwrap();
+    assert_eq!(again, freed, "the same stream reuses the range at once");
+    assert_eq!(heap.pool_stats().pending, 0);
+    go.send(()).unwrap();
+    stream.synchronize().unwrap();
+    held.push(again);
+    for p in held {
+        heap.free(p).unwrap();
+    }
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.host_segments, s.free_segments), (0, heap.layout().num_segments as u64), "{s:?}");
+    heap.destroy().unwrap();
+}
+
 /// The largest heap the card allows comes up and serves a 1M-thread run.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_auto_sized_heap() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let free = gpu.free_memory().unwrap();
     let heap = Heap::auto(&gpu).unwrap();
     println!("auto heap: {} GiB of {} GiB free", heap.capacity() >> 30, free >> 30);
@@ -518,8 +622,9 @@ fn gpu_auto_sized_heap() {
 /// A releasable heap gives wholly free segments' memory back to the driver while live data
 /// stays intact, keeps serving from what it kept, and maps the memory again on request.
 #[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_releasable_heap_returns_and_regrows_memory() {
-    let Some(gpu) = gpu() else { return };
+    let gpu = gpu();
     let t0 = std::time::Instant::now();
     let heap = Heap::releasable(&gpu, 4 << 30).unwrap();
     println!("releasable 4 GiB heap ready in {:.2} ms", t0.elapsed().as_secs_f64() * 1e3);

@@ -1,5 +1,7 @@
 //! The embedded PTX: every kernel the host launches is in it, nothing is left unresolved, and
-//! (where ptxas is on PATH, as scripts/setup.sh arranges) it assembles for sm_90.
+//! it assembles for sm_90. That needs `ptxas`: `PTXAS` names it, else it is looked up on PATH
+//! (scripts/setup.sh installs it in .deps/cuda/bin, which scripts/env.sh puts on PATH); the
+//! test fails without it.
 
 use std::process::Command;
 
@@ -49,17 +51,24 @@ fn ptx_uses_gpu_scope_ordered_atomics() {
     assert!(veballoc::PTX.contains("match.any.sync.b32"));
 }
 
+/// Names the ptxas to use (default: `ptxas` on PATH).
+const PTXAS_ENV: &str = "PTXAS";
+
 #[test]
 fn ptx_assembles_for_sm90() {
     let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
     std::fs::write(&ptx, veballoc::PTX).unwrap();
-    match Command::new("ptxas").args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output() {
-        Ok(out) => {
-            assert!(out.status.success(), "ptxas rejected the PTX:\n{}", String::from_utf8_lossy(&out.stderr))
-        }
-        Err(e) => eprintln!("skipping: ptxas not found ({e}); scripts/setup.sh installs it"),
-    }
+    let ptxas = std::env::var_os(PTXAS_ENV).unwrap_or_else(|| "ptxas".into());
+    let out = Command::new(&ptxas).args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output();
     std::fs::remove_dir_all(&dir).ok();
+    let out = out.unwrap_or_else(|e| {
+        panic!(
+            "cannot run {} ({e}): scripts/setup.sh installs ptxas in .deps/cuda/bin, and \
+             `source scripts/env.sh` puts it on PATH (or set {PTXAS_ENV})",
+            ptxas.to_string_lossy()
+        )
+    });
+    assert!(out.status.success(), "ptxas rejected the PTX:\n{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -225,3 +225,160 @@ fn last_give_back_completes_the_block() {
         assert_eq!(done.iter().filter(|d| **d).count(), 1);
     });
 }
+
+// Data published by the block protocols. The models below add what the ones above leave out:
+// a `loom::cell::UnsafeCell` per slice (or per block header) stands for the memory the
+// protocol hands over, so loom reports a data race if an acquire/release pair that should
+// order two users of that memory does not.
+
+/// The slices of block A still in the slot when the full-cycle model starts.
+const LEFT: u32 = 2;
+
+/// Full cycle of one block: two takers each take a slice of A from the slot (the one that
+/// takes the last installs block B), write it and free it; a trimmer retires the slot and
+/// gives back what A never handed out. Exactly one of them makes A's free count reach 4096,
+/// and that one recycles A: it overwrites every slice, which must happen after every
+/// taker's write (the release give-backs and the last giver's acquire fence).
+#[test]
+fn block_cycle_publishes_slices_to_the_recycler() {
+    use loom::cell::UnsafeCell;
+    const A: u64 = 7;
+    const B: u64 = 9;
+    /// The taker's mark in its slice, and the recycler's.
+    const WRITTEN: u64 = 1;
+    const RECYCLED: u64 = 2;
+    struct Block {
+        slot: Atom64,
+        meta: BlockMeta,
+        slices: [UnsafeCell<u64>; LEFT as usize],
+    }
+    /// Overwrites every slice of A: the caller owns the whole block.
+    fn recycle(b: &Block) {
+        for s in &b.slices {
+            s.with_mut(|p| {
+                // SAFETY: the last give-back made the caller the block's only owner; loom
+                // checks that the other users' accesses happen-before this one.
+                unsafe { *p = RECYCLED }
+            });
+        }
+    }
+    loom::model(|| {
+        let base = SLICES_PER_BLOCK - LEFT;
+        let b = Arc::new(Block {
+            slot: Atom64::new(slot_value(A, base)),
+            meta: BlockMeta::new_parked(),
+            slices: [UnsafeCell::new(0), UnsafeCell::new(0)],
+        });
+        b.meta.install(veballoc_kernels::block::KIND_SLICES);
+        // The slices handed out before the model started were all freed already.
+        assert!(!b.meta.give_back(base));
+        let takers: Vec<_> = (0..2)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || {
+                    let SlotTake::Fresh { gid: A, start, got: 1, exhausted } = slot_take(&b.slot, 1) else {
+                        return (None, false); // the trimmer came first
+                    };
+                    if exhausted {
+                        // We took A's last slice, so A has nothing left to give back (unless
+                        // the trimmer emptied the slot first, A still held it, used up).
+                        let (old, handed) = slot_parts(slot_install(&b.slot, B));
+                        assert!(old != Some(A) || handed >= SLICES_PER_BLOCK);
+                    }
+                    b.slices[(start - base) as usize].with_mut(|p| {
+                        // SAFETY: slice `start` is ours from the take until our give-back.
+                        unsafe { *p = WRITTEN }
+                    });
+                    let last = b.meta.give_back(1);
+                    if last {
+                        recycle(&b);
+                    }
+                    (Some(start), last)
+                })
+            })
+            .collect();
+        let t = b.clone();
+        let trimmer = thread::spawn(move || match slot_retire(&t.slot) {
+            Some((A, handed)) if handed < SLICES_PER_BLOCK => {
+                let last = t.meta.give_back(SLICES_PER_BLOCK - handed);
+                if last {
+                    recycle(&t);
+                }
+                last
+            }
+            _ => false, // empty, or block B: not part of the model
+        });
+        let mut starts = Vec::new();
+        let mut recyclers = trimmer.join().unwrap() as u32;
+        for h in takers {
+            let (start, last) = h.join().unwrap();
+            starts.extend(start);
+            recyclers += last as u32;
+        }
+        starts.sort();
+        starts.dedup();
+        assert_eq!(recyclers, 1, "exactly one user recycles A");
+        assert!(starts.iter().all(|&s| s >= base));
+        // Every slice was handed out at most once; the ones handed out were recycled after
+        // their taker's write (and the model's join orders this read after the recycler).
+        for s in &b.slices {
+            // SAFETY: every thread has been joined.
+            s.with(|p| assert_eq!(unsafe { *p }, RECYCLED));
+        }
+    });
+}
+
+/// On an empty slot, the elected taker formats a block (its header: a plain write) and
+/// installs it; a taker that then gets slices of it must see the header written, through
+/// the install's release swap and the take's acquire add, and the block's kind.
+#[test]
+fn slot_install_publishes_the_block_to_takers() {
+    use loom::cell::UnsafeCell;
+    const A: u64 = 3;
+    /// The header word a formatted block carries.
+    const FORMATTED: u64 = 0xf0;
+    /// Takes each thread tries before giving up (loom explores bounded loops only).
+    const TRIES: u32 = 3;
+    struct Block {
+        slot: Atom64,
+        meta: BlockMeta,
+        header: UnsafeCell<u64>,
+    }
+    loom::model(|| {
+        let b = Arc::new(Block {
+            slot: Atom64::new(0),
+            meta: BlockMeta::new_parked(),
+            header: UnsafeCell::new(0),
+        });
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let b = b.clone();
+                thread::spawn(move || {
+                    for _ in 0..TRIES {
+                        match slot_take(&b.slot, 1) {
+                            SlotTake::Fresh { gid, .. } => {
+                                assert_eq!(gid, A);
+                                // SAFETY: read-only; loom checks it is ordered after the
+                                // installer's write.
+                                b.header.with(|p| assert_eq!(unsafe { *p }, FORMATTED));
+                                assert_eq!(b.meta.kind.load_relaxed(), veballoc_kernels::block::KIND_PACKED);
+                                return true;
+                            }
+                            SlotTake::Empty { elected: true } => {
+                                // SAFETY: the elected taker owns the block until it installs it.
+                                b.header.with_mut(|p| unsafe { *p = FORMATTED });
+                                b.meta.install(veballoc_kernels::block::KIND_PACKED);
+                                assert_eq!(slot_install(&b.slot, A) >> 32, 0, "the slot was empty");
+                            }
+                            _ => thread::yield_now(),
+                        }
+                    }
+                    false
+                })
+            })
+            .collect();
+        let served = hs.into_iter().map(|h| h.join().unwrap()).filter(|&s| s).count();
+        // The installer always gets a slice on its next take.
+        assert!(served >= 1);
+    });
+}
