@@ -231,10 +231,10 @@ fn op_strategy() -> impl Strategy<Value = Op> {
 }
 
 /// Whether this build catches a second free of the live allocation `l`: with the checks,
-/// always; without them, only for segment runs. (The README promises whole blocks too: issue 10
-/// item 4, which fixes that, should widen this to `usable_size > MAX_SLICE_BYTES`.)
+/// always; without them, for whole blocks and segment runs (a parked block's kind says free;
+/// a freed run's head entry is gone).
 fn double_free_caught(h: &DeviceHeap, l: &Live) -> bool {
-    CHECKS || (!l.packed && h.usable_size(l.p) >= SEGMENT_BYTES)
+    CHECKS || (!l.packed && h.usable_size(l.p) > veballoc::kernels::block::MAX_SLICE_BYTES)
 }
 
 /// A live allocation of the model: pointer, requested size, pattern tag, packed or not.
