@@ -51,6 +51,10 @@ pub struct Heap {
     pool: Mutex<Pool<Mark>>,
     mem: Option<Memory>,
     meta: Option<DeviceBuffer<u64>>,
+    /// The word the host pool's claim kernel writes its result to, made once: a buffer made
+    /// and dropped per claim would synchronize the whole device (`cuMemFree` does), and so
+    /// wait for every stream's work, stream-ordered frees included.
+    claim_word: Option<DeviceBuffer<u64>>,
     handle: DeviceHeap,
     layout: HeapLayout,
     gpu: Gpu,
@@ -84,6 +88,7 @@ impl Drop for Heap {
         self.pool.get_mut().unwrap_or_else(|e| e.into_inner()).drop_pending();
         drop(self.mem.take());
         drop(self.meta.take());
+        drop(self.claim_word.take());
     }
 }
 
@@ -145,6 +150,7 @@ impl Heap {
             pool: Mutex::new(Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD)),
             mem: Some(mem),
             meta: Some(meta),
+            claim_word: Some(gpu.zeroed::<u64>(1)?),
             handle,
             layout,
             gpu: gpu.clone(),
@@ -504,8 +510,9 @@ impl SegmentSource for Segments<'_> {
     type Mark = Mark;
 
     fn claim(&self, k: u64) -> Result<Option<u32>> {
-        // Zeroed, launched and read back on the heap's stream, in this order.
-        let out = self.0.gpu.zeroed::<u64>(1)?;
+        // Launched and read back on the heap's stream, in this order; the kernel always
+        // writes the word, and the pool's lock keeps claims one at a time.
+        let out = self.0.claim_word.as_ref().expect("a live heap has its claim word");
         let (arg, o) = (self.0.arg(), out.as_device_ptr().as_raw());
         // SAFETY: veballoc_host_claim(heap, k, out) with one output word.
         unsafe { self.0.gpu.launch("veballoc_host_claim", 1, 1, crate::kernel_args![arg, k, o])? };
