@@ -517,7 +517,7 @@ impl SegmentSource for Segments<'_> {
         // SAFETY: veballoc_host_claim(heap, k, out) with one output word.
         unsafe { self.0.gpu.launch("veballoc_host_claim", 1, 1, crate::kernel_args![arg, k, o])? };
         let mut v = [0u64; 1];
-        self.0.gpu.copy_out(&out, &mut v[..])?;
+        self.0.gpu.copy_out(out, &mut v[..])?;
         Ok((v[0] != u64::MAX).then_some(v[0] as u32))
     }
 
