@@ -8,12 +8,15 @@
 //! `atomic` is the one atomics shim.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+#![feature(allocator_api)]
 
 pub mod arch;
 pub mod atomic;
 pub mod block;
 pub mod veb;
 
+#[cfg(not(loom))]
+pub mod alloc_api;
 #[cfg(not(loom))]
 pub mod boxed;
 #[cfg(not(loom))]

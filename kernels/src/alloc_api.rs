@@ -1,0 +1,121 @@
+//! `core::alloc::Allocator` for the heap (nightly `allocator_api`), so that the standard
+//! collections take it as their allocator: `Vec::new_in(heap)`, `Box::new_in(x, heap)`,
+//! `BTreeMap::new_in(heap)` (with `alloc`), in kernels and in the CPU model alike.
+//!
+//! Every power-of-two alignment is honoured: up to 16 bytes by any slice; above that, the
+//! request is rounded up to a power of two at least the alignment, which the heap places at a
+//! multiple of its own size from the heap's base (slices within blocks, blocks within
+//! segments, runs at segment starts), and the result is checked against the alignment asked
+//! (a heap whose base is less aligned than that reports an error instead). Zero-sized
+//! requests never reach the heap. Out of memory is an `AllocError`, so `try_reserve` and
+//! `Box::try_new_in` see it; the infallible APIs call `handle_alloc_error`.
+//!
+//! ```ignore
+//! let mut v = Vec::new_in(heap);       // heap: DeviceHeap (Copy), in a kernel or on the CPU
+//! v.try_reserve(100).ok()?;            // Err when the heap is full
+//! v.push(42u32);
+//! ```
+
+use core::alloc::{AllocError, Allocator, Layout};
+use core::ptr::NonNull;
+
+use crate::heap::DeviceHeap;
+
+/// Alignment every allocation of the heap has (its smallest slice).
+pub const MIN_ALIGN: usize = 16;
+
+impl DeviceHeap {
+    /// Bytes to ask `malloc` for so that the result can be aligned to `layout.align()`.
+    #[inline(always)]
+    fn request_for(layout: Layout) -> u64 {
+        let size = layout.size() as u64;
+        if layout.align() <= MIN_ALIGN {
+            size
+        } else {
+            // The heap puts a power-of-two request at a multiple of its size (from the base).
+            size.max(layout.align() as u64).next_power_of_two()
+        }
+    }
+
+    /// `malloc` for `layout` (non-zero size): null when the heap is full or cannot give the
+    /// alignment.
+    #[inline]
+    pub fn malloc_layout(&self, layout: Layout) -> *mut u8 {
+        let p = self.malloc(Self::request_for(layout));
+        if !p.is_null() && !(p as usize).is_multiple_of(layout.align()) {
+            // The heap's base is less aligned than asked (only a CPU-model heap can be).
+            self.free(p);
+            return core::ptr::null_mut();
+        }
+        p
+    }
+}
+
+/// A dangling, aligned pointer for a zero-sized allocation (never passed to the heap).
+#[inline(always)]
+fn dangling(layout: Layout) -> NonNull<[u8]> {
+    // SAFETY: a power-of-two alignment is non-zero, so the pointer is non-null.
+    let p = unsafe { NonNull::new_unchecked(layout.align() as *mut u8) };
+    NonNull::slice_from_raw_parts(p, 0)
+}
+
+// SAFETY: memory handed out stays valid until it is freed through this heap (or the heap is
+// destroyed, which the host does only when no kernel and no CPU thread uses it); copies of the
+// handle name the same heap, so a block allocated through one can be freed through any;
+// `malloc_layout` returns blocks that fit the layout (size and alignment) or null.
+unsafe impl Allocator for DeviceHeap {
+    #[inline]
+    fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if layout.size() == 0 {
+            return Ok(dangling(layout));
+        }
+        let p = NonNull::new(self.malloc_layout(layout)).ok_or(AllocError)?;
+        // The whole usable size is the caller's (a Vec then grows in place up to it).
+        let usable = (self.usable_size(p.as_ptr()) as usize).max(layout.size());
+        Ok(NonNull::slice_from_raw_parts(p, usable))
+    }
+
+    #[inline]
+    unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
+        if layout.size() != 0 {
+            self.free(ptr.as_ptr());
+        }
+    }
+
+    unsafe fn grow(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if old.size() != 0 && new.align() <= old.align() {
+            let usable = self.usable_size(ptr.as_ptr()) as usize;
+            if new.size() <= usable {
+                return Ok(NonNull::slice_from_raw_parts(ptr, usable));
+            }
+        }
+        let fresh = self.allocate(new)?;
+        // SAFETY: the caller vouches that `ptr` holds `old.size()` bytes; the new block holds at
+        // least `new.size() >= old.size()` and is distinct from it (both are live).
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.as_ptr() as *mut u8, old.size());
+            self.deallocate(ptr, old);
+        }
+        Ok(fresh)
+    }
+
+    unsafe fn shrink(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> Result<NonNull<[u8]>, AllocError> {
+        if new.size() == 0 {
+            // SAFETY: the caller vouches that `ptr` was allocated here with `old`.
+            unsafe { self.deallocate(ptr, old) };
+            return Ok(dangling(new));
+        }
+        if (ptr.as_ptr() as usize).is_multiple_of(new.align()) {
+            // In place: `free` needs no size, so the block stays as it is.
+            let usable = (self.usable_size(ptr.as_ptr()) as usize).max(new.size());
+            return Ok(NonNull::slice_from_raw_parts(ptr, usable));
+        }
+        let fresh = self.allocate(new)?;
+        // SAFETY: `ptr` holds at least `new.size()` bytes; the blocks are distinct.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), fresh.as_ptr() as *mut u8, new.size());
+            self.deallocate(ptr, old);
+        }
+        Ok(fresh)
+    }
+}

@@ -1,0 +1,128 @@
+//! The heap as a `core::alloc::Allocator` (issue 12.1) on the CPU model: the standard
+//! collections over the same allocator source the GPU runs.
+#![feature(allocator_api, btreemap_alloc)]
+
+use std::alloc::Layout;
+use std::collections::BTreeMap;
+use veballoc::kernels::alloc_api::MIN_ALIGN;
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::{DeviceHeap, Stats};
+
+fn stats(h: &DeviceHeap) -> Stats {
+    h.validate().unwrap_or_else(|e| panic!("heap inconsistent: {e:?}"))
+}
+
+fn assert_empty(h: &DeviceHeap) {
+    h.trim();
+    let s = stats(h);
+    assert_eq!(s.bytes_in_use, 0, "{s:?}");
+}
+
+#[test]
+fn vec_box_and_btreemap_live_in_the_heap() {
+    let cpu = CpuHeap::with_checks(8, 4, false);
+    let h = *cpu.heap();
+    let (lo, hi) = (h.mem, h.mem + h.capacity());
+    {
+        let mut v: Vec<u32, DeviceHeap> = Vec::new_in(h);
+        for i in 0..100_000u32 {
+            v.push(i);
+        }
+        let at = v.as_ptr() as u64;
+        assert!((lo..hi).contains(&at), "the Vec's buffer is in the heap");
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
+        assert!(stats(&h).bytes_in_use >= 400_000);
+        let b = Box::new_in([7u64; 300], h);
+        assert!((lo..hi).contains(&(b.as_ptr() as u64)));
+        let mut m: BTreeMap<u64, Vec<u8, DeviceHeap>, DeviceHeap> = BTreeMap::new_in(h);
+        for k in 0..2000u64 {
+            let mut bytes = Vec::new_in(h);
+            bytes.extend_from_slice(&k.to_le_bytes());
+            m.insert(k * 7919 % 2003, bytes);
+        }
+        assert_eq!(m.len(), 2000);
+        assert!(m.values().all(|b| b.len() == 8));
+        let mut s: Vec<u8, DeviceHeap> = Vec::new_in(h);
+        use std::io::Write;
+        let word = "formatted";
+        write!(&mut s, "{word} {}", 6 * 7).unwrap();
+        assert_eq!(&s[..], b"formatted 42");
+    }
+    assert_empty(&h);
+}
+
+/// Every power-of-two alignment the heap's base allows is honoured exactly (the CPU-model
+/// heap's base is 4 KiB-aligned; the device heap's 16 MiB), larger ones are an error, never a
+/// misaligned pointer.
+#[test]
+fn alignments_are_honoured_or_refused() {
+    use std::alloc::Allocator;
+    let cpu = CpuHeap::with_checks(8, 4, false);
+    let h = *cpu.heap();
+    let base_align = 1usize << h.mem.trailing_zeros().min(24);
+    for shift in 0..=24u32 {
+        let align = 1usize << shift;
+        for size in [1usize, 24, align, 3 * align + 5] {
+            let layout = Layout::from_size_align(size, align).unwrap();
+            match h.allocate(layout) {
+                Ok(p) => {
+                    let a = p.as_ptr() as *mut u8 as usize;
+                    assert_eq!(a % align, 0, "size {size}, align {align}: misaligned");
+                    assert!(p.len() >= size);
+                    // SAFETY: allocated above with this layout.
+                    unsafe { h.deallocate(p.cast(), layout) };
+                }
+                Err(_) => assert!(align > base_align.max(MIN_ALIGN), "size {size}, align {align} refused"),
+            }
+        }
+    }
+    #[repr(align(4096))]
+    struct Page([u8; 4096]);
+    let b = Box::new_in(Page([1; 4096]), h);
+    assert_eq!(&*b as *const Page as usize % 4096, 0);
+    assert_eq!(b.0[4095], 1);
+    drop(b);
+    assert_empty(&h);
+}
+
+/// Zero-sized values never allocate; a full heap is an error for the try-APIs.
+#[test]
+fn zero_sized_values_take_nothing_and_full_is_an_error() {
+    let cpu = CpuHeap::with_checks(2, 1, false);
+    let h = *cpu.heap();
+    let unit = Box::new_in((), h);
+    let mut zs: Vec<(), DeviceHeap> = Vec::new_in(h);
+    for _ in 0..1000 {
+        zs.push(());
+    }
+    assert_eq!(stats(&h).bytes_in_use, 0, "zero-sized values took memory");
+    drop((unit, zs));
+    let mut big: Vec<u8, DeviceHeap> = Vec::new_in(h);
+    assert!(big.try_reserve(3 << 24).is_err(), "more than the heap holds");
+    assert!(big.try_reserve(1 << 20).is_ok());
+    assert!(Box::try_new_in([0u8; 64], h).is_ok());
+    drop(big);
+    assert_empty(&h);
+}
+
+/// A Vec grows in place while its slice or block has room (usable size), and shrinks in place.
+#[test]
+fn vectors_grow_and_shrink_in_place_when_the_block_has_room() {
+    let cpu = CpuHeap::with_checks(4, 1, false);
+    let h = *cpu.heap();
+    let mut v: Vec<u8, DeviceHeap> = Vec::with_capacity_in(100, h);
+    v.extend(std::iter::repeat_n(1u8, 100));
+    let p = v.as_ptr();
+    v.reserve_exact(28); // 128 bytes: still the 128-byte slice
+    assert_eq!(v.as_ptr(), p, "grew within its slice");
+    v.extend(std::iter::repeat_n(2u8, 28));
+    v.reserve_exact(1); // 129 bytes: a new slice
+    assert_ne!(v.as_ptr(), p);
+    assert_eq!((v[0], v[127]), (1, 2), "contents moved with it");
+    let q = v.as_ptr();
+    v.truncate(10);
+    v.shrink_to_fit();
+    assert_eq!(v.as_ptr(), q, "shrank in place");
+    drop(v);
+    assert_empty(&h);
+}
