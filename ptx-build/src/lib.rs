@@ -198,11 +198,14 @@ impl Ptx {
         let llvm_bin = sysroot.join("lib/rustlib").join(&host).join("bin");
         if !llvm_bin.join("llvm-link").exists() || !sysroot.join("lib/rustlib/src/rust/library/core").exists()
         {
+            let fix = match &tools.rustup_toolchain {
+                Some(t) => format!("rustup component add --toolchain {t} rust-src llvm-tools"),
+                None => install_command(),
+            };
             panic!(
                 "\n\nveballoc: building PTX needs a nightly with the `rust-src` and `llvm-tools` components\n\
-                 (looked in {}). Run once:\n    {}\n\n",
+                 (looked in {}). Run once:\n    {fix}\n\n",
                 sysroot.display(),
-                install_command()
             );
         }
         let target_dir = self.nested_target_dir();
