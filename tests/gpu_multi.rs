@@ -10,7 +10,8 @@ use veballoc::{Error, Gpu, Heap};
 
 const BLOCK: u32 = 256;
 const MILLION: u64 = 1 << 20;
-const HEAP: u64 = 2 << 30;
+/// Room for a million 4 KiB slices (4 GiB) live at once, twice over.
+const HEAP: u64 = 8 << 30;
 /// Request sizes of the rounds: the smallest class, a middle one, the largest slice.
 const SIZES: [u64; 3] = [16, 256, 4096];
 /// Rounds per thread in the threaded tests.
@@ -42,13 +43,6 @@ struct Round {
     size: u64,
 }
 
-struct RoundView<'a> {
-    ptrs: &'a DeviceBuffer<u64>,
-    errs: &'a DeviceBuffer<u64>,
-    n: u64,
-    size: u64,
-}
-
 /// Queues malloc, write and verify of `size` bytes on `n` threads on `gpu`'s stream, without
 /// waiting for them.
 fn start_round(gpu: &Gpu, heap: &Heap, n: u64, size: u64, tag: u64) -> Round {
@@ -70,18 +64,16 @@ fn start_round(gpu: &Gpu, heap: &Heap, n: u64, size: u64, tag: u64) -> Round {
 /// pointer inside this heap; the heap's statistics count exactly the round's slices), frees
 /// it and checks that the heap is empty again.
 fn finish_round(gpu: &Gpu, heap: &Heap, r: Round) {
-    // The round's buffers are freed (at the end) with this GPU's context current: cust's
-    // DeviceBuffer frees in the thread's current context.
+    // Held until the round's buffers are dropped (at the end): cust's DeviceBuffer frees in
+    // the thread's current context.
     let _on = gpu.bind().unwrap();
-    let Round { ptrs: r_ptrs, errs: r_errs, n, size } = r;
-    let r = RoundView { ptrs: &r_ptrs, errs: &r_errs, n, size };
     gpu.sync().unwrap();
     let mut errs = [0u64; 3];
-    gpu.copy_out(r.errs, &mut errs[..]).unwrap();
+    gpu.copy_out(&r.errs, &mut errs[..]).unwrap();
     let what = format!("GPU {} ({}), {} B", gpu.ordinal(), gpu.name(), r.size);
     assert_eq!(errs, [0, 0, 0], "{what}: overwritten words, nulls, misaligned");
     let mut ptrs = vec![0u64; r.n as usize];
-    gpu.copy_out(r.ptrs, &mut ptrs[..]).unwrap();
+    gpu.copy_out(&r.ptrs, &mut ptrs[..]).unwrap();
     let (base, end) = (heap.handle().mem, heap.handle().mem + heap.capacity());
     assert!(ptrs.iter().all(|&p| (base..end).contains(&p)), "{what}: a pointer outside this GPU's heap");
     let stats = heap.stats().unwrap();
@@ -93,6 +85,7 @@ fn finish_round(gpu: &Gpu, heap: &Heap, r: Round) {
     let s = heap.stats().unwrap();
     assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{what}: {s:?}");
     assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{what}: {s:?}");
+    drop(r);
 }
 
 /// A host-side allocation of 1 MiB from `heap`: words written and read back through it.
@@ -135,7 +128,9 @@ fn two_gpus_two_heaps_kernels_at_once() {
     // The releasable heap gives memory back to its own device, and takes it again.
     let returned = h1.trim_memory(0).unwrap();
     assert!(returned > 0, "trim_memory on GPU 1 returned nothing");
-    h1.regrow_memory(returned).unwrap();
+    assert_eq!(h1.mapped_bytes(), h1.capacity() - returned);
+    assert_eq!(h1.regrow_memory(returned).unwrap(), returned);
+    assert_eq!(h1.mapped_bytes(), h1.capacity());
     let r1 = start_round(&g1, &h1, MILLION, 64, 9);
     finish_round(&g1, &h1, r1);
     h0.destroy().unwrap();
