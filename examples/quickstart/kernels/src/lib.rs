@@ -11,16 +11,8 @@ pub unsafe extern "ptx-kernel" fn sums(heap: veballoc_kernels::DeviceHeap, out: 
         return;
     }
     let mut v = veballoc_kernels::DVec::<u64>::new(&heap);
-    let mut sum = 0;
-    for k in 0..i % 8 + 1 {
-        if v.push(i * k).is_err() {
-            sum = u64::MAX;
-            break;
-        }
-    }
-    if sum == 0 {
-        sum = v.iter().sum();
-    }
+    let full = (0..i % 8 + 1).any(|k| v.push(i * k).is_err());
+    let sum = if full { u64::MAX } else { v.iter().sum() };
     // SAFETY: `out` holds `n` words and `i < n`; each thread writes its own word.
     unsafe { *out.add(i as usize) = sum };
 }
