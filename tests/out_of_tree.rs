@@ -42,7 +42,15 @@ fn run(cmd: &mut Command) -> Output {
 
 fn git(dir: &Path) -> Command {
     let mut c = Command::new("git");
-    c.arg("-C").arg(dir).args(["-c", "user.name=veballoc-test", "-c", "user.email=test@localhost"]);
+    c.arg("-C").arg(dir);
+    for setting in [
+        "user.name=veballoc-test",
+        "user.email=test@localhost",
+        "commit.gpgsign=false",
+        "init.defaultBranch=main",
+    ] {
+        c.args(["-c", setting]);
+    }
     c
 }
 
