@@ -10,6 +10,8 @@ use veballoc_kernels::HeapError;
 pub enum Error {
     /// No usable CUDA GPU or driver (no device, no driver library, or a stub library).
     NoGpu(String),
+    /// `Gpu::on_device(ordinal)` on a machine with `count` CUDA devices (ordinals 0..count).
+    NoSuchDevice { ordinal: u32, count: u32 },
     /// The driver rejected veballoc's PTX (too old a driver, or a broken build).
     PtxLoad(CudaError),
     /// The PTX file named by `VEBALLOC_PTX_FILE` could not be read.
@@ -48,6 +50,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::NoGpu(why) => write!(f, "no usable CUDA GPU: {why}"),
+            Error::NoSuchDevice { ordinal, count } => write!(
+                f,
+                "there is no CUDA device {ordinal}: this machine has {count} (ordinals 0..{count}; \
+                 veballoc::devices() lists them)"
+            ),
             Error::PtxLoad(e) => write!(f, "the CUDA driver could not load veballoc's PTX: {e:?} (driver too old for PTX ISA 7.0 / sm_80?)"),
             Error::PtxFile(why) => write!(f, "cannot read the PTX file named by VEBALLOC_PTX_FILE: {why}"),
             Error::HeapTooLarge { requested, available } => write!(

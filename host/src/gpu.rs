@@ -36,6 +36,7 @@ struct Inner {
     stream: ManuallyDrop<Stream>,
     module: ManuallyDrop<Module>,
     ctx: CuContext,
+    ordinal: u32,
     name: String,
     driver: i32,
     total_memory: u64,
@@ -95,12 +96,65 @@ fn bind_context<'a>(ctx: cu::CUcontext) -> Result<Bound<'a>> {
     Ok(Bound { pushed, _gpu: PhantomData, _this_thread: PhantomData })
 }
 
-/// A CUDA device with veballoc's module loaded. Cheap to clone, and usable from any thread:
-/// every call makes the GPU's context current on the calling thread for its duration.
+/// One CUDA device of the machine, as [`devices`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// What [`Gpu::on_device`] takes (the driver's ordinal, after `CUDA_VISIBLE_DEVICES`).
+    pub ordinal: u32,
+    /// E.g. "NVIDIA H100 80GB HBM3".
+    pub name: String,
+    /// Total device memory in bytes.
+    pub total_memory: u64,
+    /// Number of multiprocessors.
+    pub multiprocessors: u32,
+    /// Compute capability (major, minor), e.g. (9, 0) for Hopper.
+    pub compute_capability: (u32, u32),
+}
+
+/// Initializes the driver API (idempotent).
+fn init_driver() -> Result<()> {
+    cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e:?}")))
+}
+
+/// Every CUDA device of the machine, by ordinal. Creates no context (nothing is allocated on
+/// the devices). `Err(Error::NoGpu(..))` without a driver or without a device.
 ///
 /// ```no_run
-/// let gpu = veballoc::Gpu::new()?;
+/// for d in veballoc::devices()? {
+///     println!("{}: {} ({} GiB, {} SMs)", d.ordinal, d.name, d.total_memory >> 30, d.multiprocessors);
+/// }
+/// # Ok::<(), veballoc::Error>(())
+/// ```
+pub fn devices() -> Result<Vec<DeviceInfo>> {
+    use cust::device::DeviceAttribute as A;
+    init_driver()?;
+    let count = Device::num_devices().during("cuDeviceGetCount")?;
+    (0..count)
+        .map(|ordinal| {
+            let d = Device::get_device(ordinal).during("cuDeviceGet")?;
+            let attr = |a| d.get_attribute(a).during("cuDeviceGetAttribute").map(|v| v as u32);
+            Ok(DeviceInfo {
+                ordinal,
+                name: d.name().during("cuDeviceGetName")?,
+                total_memory: d.total_memory().during("cuDeviceTotalMem")? as u64,
+                multiprocessors: attr(A::MultiprocessorCount)?,
+                compute_capability: (attr(A::ComputeCapabilityMajor)?, attr(A::ComputeCapabilityMinor)?),
+            })
+        })
+        .collect()
+}
+
+/// A CUDA device with veballoc's module loaded. Cheap to clone, and usable from any thread:
+/// every call makes the GPU's context current on the calling thread for its duration.
+/// Several GPUs (one `Gpu` per device, each with its own context, module and stream) can be
+/// used from one process at once, from one thread or many; a heap, a loaded module and a
+/// launch belong to the `Gpu` they were made with (a kernel on one device cannot use another
+/// device's heap).
+///
+/// ```no_run
+/// let gpu = veballoc::Gpu::new()?;              // device 0
 /// println!("{} (driver {})", gpu.name(), gpu.driver_version());
+/// let second = veballoc::Gpu::on_device(1)?;   // Err(Error::NoSuchDevice { .. }) with one GPU
 /// # Ok::<(), veballoc::Error>(())
 /// ```
 #[derive(Clone)]
@@ -112,16 +166,44 @@ impl Gpu {
     /// Opens device 0 and loads the PTX (the driver JIT-compiles it for the GPU), with
     /// `DEFAULT_MAX_REGISTERS`.
     pub fn new() -> Result<Gpu> {
-        Self::with_max_registers(DEFAULT_MAX_REGISTERS)
+        Self::open(0, DEFAULT_MAX_REGISTERS)
+    }
+
+    /// Opens device `ordinal` (0..[`Gpu::device_count`]; see [`devices`]) as [`Gpu::new`]
+    /// does device 0. Past the last device: [`Error::NoSuchDevice`].
+    pub fn on_device(ordinal: u32) -> Result<Gpu> {
+        Self::open(ordinal, DEFAULT_MAX_REGISTERS)
     }
 
     /// As [`Gpu::new`], capping the registers per thread of veballoc's kernels at `max`
     /// (0: no cap). The cap sets how many warps an SM keeps in flight.
     pub fn with_max_registers(max: u32) -> Result<Gpu> {
-        cust::init(CudaFlags::empty()).map_err(|e| Error::NoGpu(format!("cuInit: {e:?}")))?;
-        let device = Device::get_device(0).map_err(|e| Error::NoGpu(format!("no device 0: {e:?}")))?;
+        Self::open(0, max)
+    }
+
+    /// The number of CUDA devices (`Err(Error::NoGpu(..))` without a driver).
+    pub fn device_count() -> Result<u32> {
+        init_driver()?;
+        Device::num_devices().during("cuDeviceGetCount")
+    }
+
+    /// Opens device `ordinal` with veballoc's kernels capped at `max_registers` per thread
+    /// (0: no cap). The device's primary context is current on the calling thread afterwards
+    /// (so plain `cust` calls right after go to this device, as with `cust` itself); every
+    /// veballoc call binds its own GPU's context anyway ([`Gpu::bind`]).
+    pub fn open(ordinal: u32, max_registers: u32) -> Result<Gpu> {
+        let count = Self::device_count()?;
+        if count == 0 {
+            return Err(Error::NoGpu("the driver reports no CUDA device".into()));
+        }
+        if ordinal >= count {
+            return Err(Error::NoSuchDevice { ordinal, count });
+        }
+        let device =
+            Device::get_device(ordinal).map_err(|e| Error::NoGpu(format!("no device {ordinal}: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
-        let opts = if max > 0 { vec![ModuleJitOption::MaxRegisters(max)] } else { vec![] };
+        let opts =
+            if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
         let module = match std::env::var_os(PTX_FILE_ENV) {
             Some(path) => {
                 let ptx = std::fs::read_to_string(&path)
@@ -143,6 +225,7 @@ impl Gpu {
                 stream: ManuallyDrop::new(stream),
                 module: ManuallyDrop::new(module),
                 ctx,
+                ordinal,
                 name: device.name().during("cuDeviceGetName")?,
                 driver,
                 total_memory: device.total_memory().during("cuDeviceTotalMem")? as u64,
@@ -150,6 +233,11 @@ impl Gpu {
                 checks,
             }),
         })
+    }
+
+    /// The device's ordinal (what [`Gpu::on_device`] took).
+    pub fn ordinal(&self) -> u32 {
+        self.inner.ordinal
     }
 
     /// Asks the loaded PTX whether it was built with the safety checks.
@@ -231,6 +319,8 @@ impl Gpu {
     /// veballoc's own module when `max_registers > 0`. Refuses a module whose allocator was
     /// built with the safety checks when veballoc's PTX was not, or the other way round
     /// ([`Error::ChecksMismatch`]): on one heap they would corrupt each other's metadata.
+    /// The module lives in this GPU's context: launch it with this GPU's [`Gpu::launch_in`]
+    /// (to use it on several GPUs, load it on each).
     pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
         check_layout_stamp(ptx, self.checks())?;
         let _on = self.bind()?;
@@ -243,7 +333,7 @@ impl Gpu {
     /// heap's own launches).
     ///
     /// # Safety
-    /// As for [`Gpu::launch`].
+    /// As for [`Gpu::launch`]; and `module` came from this GPU's [`Gpu::load_module`].
     pub unsafe fn launch_in(
         &self,
         module: &Module,
@@ -299,7 +389,8 @@ impl Gpu {
     /// Launches `kernel` of veballoc's module over `threads` threads, `block` per block.
     ///
     /// # Safety
-    /// `args` must point to values whose types and order match the kernel's parameters.
+    /// `args` must point to values whose types and order match the kernel's parameters, and
+    /// device memory they name (heaps, buffers) must be this GPU's.
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
         // SAFETY: the caller vouches for the arguments.
         unsafe { self.launch_in(&self.inner.module, kernel, threads, block, args) }

@@ -136,7 +136,7 @@ impl Heap {
             return Err(Error::HeapTooLarge { requested: capacity + layout.meta_bytes, available });
         }
         let mem = if releasable {
-            Memory::Mapped(Mutex::new(Mapped::new(segments, 0)?))
+            Memory::Mapped(Mutex::new(Mapped::new(segments, gpu.ordinal() as i32)?))
         } else {
             Memory::buffer(capacity)?
         };

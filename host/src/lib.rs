@@ -37,7 +37,8 @@ mod pool;
 pub use cust;
 pub use error::{Error, Result};
 pub use gpu::{
-    check_layout_stamp, ptx_checks, Bound, Gpu, DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
+    check_layout_stamp, devices, ptx_checks, Bound, DeviceInfo, Gpu, DEFAULT_MAX_REGISTERS, PTX,
+    PTX_FILE_ENV, PTX_HAS_CHECKS,
 };
 pub use heap::{Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
 pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};
