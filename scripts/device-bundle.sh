@@ -20,8 +20,8 @@ if [ -z "$(ls .devbin/tests)" ]; then
   echo "device-bundle: no GPU test binary was built" >&2
   exit 1
 fi
-cargo build --release -p veballoc-bench -p graph-example
-cp target/release/veballoc-bench target/release/graph-example .devbin/
+cargo build --release -p veballoc-bench -p graph-example -p collections-example
+cp target/release/veballoc-bench target/release/graph-example target/release/collections-example .devbin/
 benchexe=$(cargo bench -p veballoc-bench --bench host --no-run --message-format=json 2>/dev/null \
   | python3 -c 'import sys,json
 for l in sys.stdin:
@@ -33,7 +33,7 @@ cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.
 # and VEBALLOC_CHECKS_PTX_FILE (the GPU tests that need the checks).
 cargo build --release --features checks
 cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
-strip .devbin/tests/* .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example
+strip .devbin/tests/* .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example .devbin/collections-example
 # The peer allocators' binaries (../shared/peers/bin, about 4 MB), for the harness's --peers.
 if [ -d ../shared/peers/bin ]; then
   install -D -m 755 -t .devbin/peers/bin ../shared/peers/bin/*

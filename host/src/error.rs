@@ -44,6 +44,12 @@ pub enum Error {
     /// A module's allocator was built with (`module_checks`) or without the safety checks,
     /// unlike veballoc's PTX, whose heaps it would share: the two keep different metadata.
     ChecksMismatch { module_checks: bool, heap_checks: bool },
+    /// An allocation through a kernel's global allocator (`veballoc_kernels::global_allocator!`)
+    /// failed and ended the kernel: `no_heap` when no heap was bound to the module
+    /// (`Heap::bind_global`), else the heap had no room for `size` bytes.
+    KernelAlloc { no_heap: bool, size: u64 },
+    /// `Heap::bind_global` on a module without veballoc's global allocator.
+    NoGlobalAllocator,
 }
 
 impl fmt::Display for Error {
@@ -97,6 +103,22 @@ impl fmt::Display for Error {
                     with(*heap_checks)
                 )
             }
+            Error::KernelAlloc { no_heap: true, size } => write!(
+                f,
+                "a kernel allocated {size} bytes through veballoc's global allocator, but no heap is \
+                 bound to its module: call heap.bind_global(&module) before launching"
+            ),
+            Error::KernelAlloc { no_heap: false, size } => write!(
+                f,
+                "a kernel's allocation of {size} bytes through veballoc's global allocator found the \
+                 heap full and ended the kernel (use try_reserve / Box::try_new to handle it in the \
+                 kernel, or a larger heap)"
+            ),
+            Error::NoGlobalAllocator => write!(
+                f,
+                "the module has no veballoc global allocator (veballoc_kernels::global_allocator!() \
+                 in its kernel crate, built with veballoc_ptx_build::Ptx::with_alloc)"
+            ),
             Error::NotInHeap { ptr, bytes } => {
                 write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")
             }

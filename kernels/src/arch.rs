@@ -137,6 +137,13 @@ mod imp {
         // SAFETY: a fence has no preconditions.
         unsafe { asm!("fence.acq_rel.gpu;", options(nostack)) };
     }
+    /// System-wide sequentially consistent fence: earlier writes (to host memory too) are
+    /// performed before anything after it, a trap included.
+    #[inline(always)]
+    pub fn fence_sc_sys() {
+        // SAFETY: a fence has no preconditions.
+        unsafe { asm!("fence.sc.sys;", options(nostack)) };
+    }
     /// A load that always goes to memory (bypasses L1): for polling words others write.
     ///
     /// # Safety
@@ -271,6 +278,12 @@ mod imp {
         loom::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
         #[cfg(not(loom))]
         core::sync::atomic::fence(core::sync::atomic::Ordering::AcqRel);
+    }
+    pub fn fence_sc_sys() {
+        #[cfg(loom)]
+        loom::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        #[cfg(not(loom))]
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
     }
     /// # Safety
     /// `p` must be valid and aligned.

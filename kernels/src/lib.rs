@@ -22,6 +22,8 @@ pub mod boxed;
 #[cfg(not(loom))]
 pub mod check;
 #[cfg(not(loom))]
+pub mod global;
+#[cfg(not(loom))]
 pub mod heap;
 #[cfg(not(loom))]
 pub mod segment;

@@ -65,6 +65,7 @@ pub struct Ptx {
     features: Vec<String>,
     no_default_features: bool,
     checks: bool,
+    alloc: bool,
 }
 
 impl Ptx {
@@ -79,6 +80,7 @@ impl Ptx {
             features: vec![],
             no_default_features: false,
             checks: false,
+            alloc: false,
         }
     }
 
@@ -93,6 +95,14 @@ impl Ptx {
     /// folder); relative paths are taken from the build script's package root.
     pub fn target_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.target_dir = Some(self.root.join(dir));
+        self
+    }
+
+    /// Builds Rust's `alloc` crate for the device too (`-Zbuild-std=core,alloc`), for kernel
+    /// crates that use `alloc::vec::Vec`, `Box`, `String`, `BTreeMap` through veballoc's
+    /// global allocator (`veballoc_kernels::global_allocator!()`).
+    pub fn with_alloc(mut self) -> Self {
+        self.alloc = true;
         self
     }
 
@@ -214,7 +224,8 @@ impl Ptx {
                 .join("\x1f");
         let mut cmd = Command::new(&tools.cargo);
         cmd.current_dir(&self.crate_dir)
-            .args(["rustc", "--release", "--lib", "--crate-type", "cdylib", "-Zbuild-std=core"])
+            .args(["rustc", "--release", "--lib", "--crate-type", "cdylib"])
+            .arg(if self.alloc { "-Zbuild-std=core,alloc" } else { "-Zbuild-std=core" })
             .args(["--target", "nvptx64-nvidia-cuda"])
             .arg("--target-dir")
             .arg(&target_dir);

@@ -1,0 +1,132 @@
+//! Binding a heap to a kernel module's global allocator (`veballoc_kernels::global_allocator!`),
+//! and reporting why a kernel's allocation through it failed.
+
+use cust::module::Module;
+use cust::sys as cu;
+
+use crate::error::{driver, Error, Result};
+use crate::{Gpu, Heap, HeapArg};
+use veballoc_kernels::global::{FAILURE_NO_HEAP, FAILURE_OUT_OF_MEMORY, FAILURE_SIZE_BITS};
+
+/// Name of the module global that holds the heap (see `veballoc_kernels::global`).
+const HEAP_GLOBAL: &std::ffi::CStr = c"VEBALLOC_GLOBAL_HEAP";
+/// Name of the module global that holds the failure word's address.
+const FAILURE_GLOBAL: &std::ffi::CStr = c"VEBALLOC_GLOBAL_FAILURE";
+
+/// A module watched for global-allocator failures: it owns a word of page-locked host memory
+/// that the module's allocator writes when an allocation fails, readable after the failed
+/// launch even though the trap that ended the kernel left the context unusable.
+///
+/// ```no_run
+/// # fn f(gpu: &veballoc::Gpu, heap: &veballoc::Heap, module: &veballoc::cust::module::Module)
+/// # -> veballoc::Result<()> {
+/// let global = heap.bind_global(module)?;       // kernels of `module` may now use Vec, Box, ...
+/// let run = unsafe { gpu.launch_in(module, "my_kernel", 1 << 20, 256, &mut []) }
+///     .and_then(|_| gpu.sync());
+/// run.map_err(|e| global.explain(e))?;          // Error::KernelAlloc says what failed
+/// # Ok(()) }
+/// ```
+pub struct GlobalBinding {
+    /// Host address of the page-locked failure word.
+    word: *mut u64,
+    gpu: Gpu,
+}
+
+// SAFETY: the word is plain page-locked host memory, read and written only with volatile
+// accesses; the binding frees it once, in Drop, with its GPU's context bound.
+unsafe impl Send for GlobalBinding {}
+// SAFETY: as above.
+unsafe impl Sync for GlobalBinding {}
+
+impl GlobalBinding {
+    /// Registers a failure word in `module` (no heap bound yet).
+    fn register(gpu: &Gpu, module: &Module) -> Result<GlobalBinding> {
+        let _on = gpu.bind()?;
+        let mut host = std::ptr::null_mut();
+        // SAFETY: writes one pointer to 8 page-locked bytes.
+        driver(unsafe { cu::cuMemAllocHost_v2(&mut host, 8) }, "cuMemAllocHost")?;
+        let word = host as *mut u64;
+        let binding = GlobalBinding { word, gpu: gpu.clone() };
+        binding.clear();
+        let mut dev = 0;
+        // SAFETY: `host` is page-locked memory of this context.
+        driver(unsafe { cu::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) }, "cuMemHostGetDevicePointer")?;
+        write_global(gpu, module, FAILURE_GLOBAL, &dev)?;
+        Ok(binding)
+    }
+
+    /// Why the last failed allocation through the module's global allocator failed, if one did.
+    pub fn failure(&self) -> Option<Error> {
+        // SAFETY: the word lives as long as self; the device writes it with a volatile store.
+        let w = unsafe { std::ptr::read_volatile(self.word) };
+        let size = w & ((1u64 << FAILURE_SIZE_BITS) - 1);
+        match w >> FAILURE_SIZE_BITS {
+            FAILURE_NO_HEAP => Some(Error::KernelAlloc { no_heap: true, size }),
+            FAILURE_OUT_OF_MEMORY => Some(Error::KernelAlloc { no_heap: false, size }),
+            _ => None,
+        }
+    }
+
+    /// Forgets a recorded failure (for example one a try-API already handled in the kernel).
+    pub fn clear(&self) {
+        // SAFETY: as in `failure`.
+        unsafe { std::ptr::write_volatile(self.word, 0) };
+    }
+
+    /// `e` (a failed launch or sync), or the global allocator's failure that explains it.
+    pub fn explain(&self, e: Error) -> Error {
+        self.failure().unwrap_or(e)
+    }
+}
+
+impl Drop for GlobalBinding {
+    fn drop(&mut self) {
+        // Best effort: after a trap the context is gone and so is the memory.
+        let _on = self.gpu.bind();
+        // SAFETY: allocated by cuMemAllocHost in `register`, freed once.
+        let _ = unsafe { cu::cuMemFreeHost(self.word as *mut std::ffi::c_void) };
+    }
+}
+
+/// Writes `value` into module global `name`, after the GPU's stream has finished its work
+/// (the copy is synchronous: kernels launched after this call see the value).
+fn write_global<T: cust::memory::DeviceCopy>(
+    gpu: &Gpu,
+    module: &Module,
+    name: &std::ffi::CStr,
+    value: &T,
+) -> Result<()> {
+    use cust::memory::CopyDestination;
+    let _on = gpu.bind()?;
+    gpu.sync()?;
+    let mut symbol = match module.get_global::<T>(name) {
+        Ok(s) => s,
+        Err(cust::error::CudaError::NotFound) => return Err(Error::NoGlobalAllocator),
+        Err(err) => return Err(Error::Cuda { call: "cuModuleGetGlobal", err }),
+    };
+    symbol.copy_from(value).map_err(|err| Error::Cuda { call: "cuMemcpyHtoD (module global)", err })
+}
+
+impl Gpu {
+    /// Watches `module`'s global allocator for failures without binding a heap (kernels that
+    /// allocate then fail with `Error::KernelAlloc { no_heap: true, .. }` through
+    /// [`GlobalBinding::explain`]).
+    pub fn watch_global_allocator(&self, module: &Module) -> Result<GlobalBinding> {
+        GlobalBinding::register(self, module)
+    }
+}
+
+impl Heap {
+    /// Binds this heap to `module`'s global allocator (`veballoc_kernels::global_allocator!`),
+    /// so that its kernels' `alloc::vec::Vec`, `Box`, `String`, `BTreeMap` allocate here.
+    /// Call it before launching them (not while they run). The returned binding explains a
+    /// kernel that ended for lack of memory ([`GlobalBinding::explain`]). Errors:
+    /// `Error::NoGlobalAllocator` for a module without veballoc's global allocator.
+    pub fn bind_global(&self, module: &Module) -> Result<GlobalBinding> {
+        let binding = GlobalBinding::register(self.gpu(), module)?;
+        write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;
+        Ok(binding)
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<HeapArg>() == 16);
