@@ -193,14 +193,16 @@ fn main() {
             };
             std::process::exit(cpu_model::main(cli, &|id| given(&matches, id), &why, &lists));
         }
+        Err(e @ veballoc::Error::NoGpu(_)) => {
+            eprintln!(
+                "veballoc-bench: {e}.\nThis test needs a GPU: run it where an NVIDIA GPU and its driver are present. \
+                 Without one, {} and all run the CPU model of the heap.",
+                cpu_model::CPU_TESTS.join(", ")
+            );
+            std::process::exit(2);
+        }
         Err(e) => {
             eprintln!("veballoc-bench: {e}.\nThere is nothing to measure on this machine: run it where an NVIDIA GPU and its driver are present.");
-            if matches!(e, veballoc::Error::NoGpu(_)) {
-                eprintln!(
-                    "(Without a GPU, {} and all run the CPU model of the heap.)",
-                    cpu_model::CPU_TESTS.join(", ")
-                );
-            }
             std::process::exit(2);
         }
     };
