@@ -437,9 +437,11 @@ impl Record<'_> {
                     }
                 }
             }
+            // The CPU model says so in every title (a GPU run's title stays as it was).
+            let on = if self.cpu_model.is_some() { format!(" ({})", self.device) } else { String::new() };
             emit(
                 format!("{name}-frag.svg"),
-                "address range handed out / live bytes (first round)",
+                &format!("address range handed out / live bytes (first round){on}"),
                 "size (bytes)",
                 false,
                 "range / live",
