@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The project's main command: the benchmark harness. Installs what is missing, builds, and
 # runs `veballoc-bench` with the given arguments (default: `all`). Results go to
-# bench/results/latest unless --out says otherwise. Without a GPU it says so and exits 2.
+# bench/results/latest unless --out says otherwise. Without a GPU, frag, oom, util and churn
+# (and those four of `all`) run the CPU model of the heap: the same allocator source on CPU
+# threads, labelled as such, with CPU times, results in bench/results/cpu-model; the other
+# subcommands say that they need a GPU and exit 2.
 # Where ../shared/peers/bin exists, the peer allocators run in the same invocation
 # (--peers ../shared/peers) unless the arguments name --peers themselves.
 set -euo pipefail

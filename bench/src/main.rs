@@ -5,10 +5,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use veballoc::Gpu;
 
 mod common;
+mod cpu_model;
 mod floors;
 mod host;
 mod memory;
@@ -85,9 +87,13 @@ pub(crate) struct Cli {
     /// Share of the heap `churn` keeps live (requested bytes).
     #[arg(long, default_value_t = 0.5, global = true)]
     pub(crate) churn_live: f64,
-    /// Output folder for CSV and JSON.
+    /// Output folder for CSV and JSON (the CPU model's default: bench/results/cpu-model).
     #[arg(long, default_value = "bench/results/latest", global = true)]
     pub(crate) out: PathBuf,
+    /// OS threads of the CPU model (each one simulated multiprocessor), which runs frag, oom,
+    /// util and churn where no GPU is usable.
+    #[arg(long, default_value_t = 4, global = true)]
+    pub(crate) cpu_threads: u32,
 }
 
 #[derive(Subcommand, Clone, Copy, PartialEq)]
@@ -146,10 +152,55 @@ fn frag_sizes() -> Vec<u64> {
     v
 }
 
+/// The size lists of the tests the CPU model runs, as `--sizes` and `--util-ranges` give
+/// them or by default.
+pub(crate) struct SizeLists {
+    pub(crate) frag: Vec<u64>,
+    pub(crate) oom: Vec<u64>,
+    /// (lo, hi): single sizes (lo == hi), then the ranges.
+    pub(crate) util: Vec<(u64, u64)>,
+}
+
+/// Whether option `id` was given (on the command line or by its environment variable), at
+/// the top level or after the subcommand.
+fn given(m: &ArgMatches, id: &str) -> bool {
+    let on = |m: &ArgMatches| {
+        matches!(m.value_source(id), Some(ValueSource::CommandLine | ValueSource::EnvVariable))
+    };
+    on(m) || m.subcommand().is_some_and(|(_, sub)| on(sub))
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let gpu = match Gpu::with_max_registers(cli.maxreg) {
         Ok(g) => g,
+        // No GPU: the CPU model runs what can run without one (frag, oom, util, churn).
+        Err(veballoc::Error::NoGpu(why)) if cpu_model::runs(cli.cmd) => {
+            let util_ranges =
+                match cli.util_ranges.iter().map(|r| memory::parse_range(r)).collect::<Result<Vec<_>, _>>() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        eprintln!("veballoc-bench: --util-ranges: {e}");
+                        std::process::exit(1);
+                    }
+                };
+            let singles = cli.sizes.clone().unwrap_or_else(|| UTIL_SIZES.to_vec());
+            let lists = SizeLists {
+                frag: cli.sizes.clone().unwrap_or_else(frag_sizes),
+                oom: cli.sizes.clone().unwrap_or_else(|| OOM_SIZES.to_vec()),
+                util: singles.into_iter().map(|s| (s, s)).chain(util_ranges).collect(),
+            };
+            std::process::exit(cpu_model::main(cli, &|id| given(&matches, id), &why, &lists));
+        }
+        Err(e @ veballoc::Error::NoGpu(_)) => {
+            eprintln!(
+                "veballoc-bench: {e}.\nThis test needs a GPU: run it where an NVIDIA GPU and its driver are present. \
+                 Without one, {} and all run the CPU model of the heap.",
+                cpu_model::CPU_TESTS.join(", ")
+            );
+            std::process::exit(2);
+        }
         Err(e) => {
             eprintln!("veballoc-bench: {e}.\nThere is nothing to measure on this machine: run it where an NVIDIA GPU and its driver are present.");
             std::process::exit(2);
@@ -322,6 +373,15 @@ mod tests {
         assert_eq!(d.allocators, ["veballoc", "floor", "cuda"]);
         assert_eq!(d.churn_live, 0.5);
         assert!(d.peers.is_none());
+    }
+
+    #[test]
+    fn tells_given_options_from_defaults() {
+        let m = Cli::command().try_get_matches_from(["veballoc-bench", "util", "--heap-gib", "2"]).unwrap();
+        assert!(given(&m, "heap_gib"));
+        assert!(!given(&m, "threads") && !given(&m, "out") && !given(&m, "oom_heap_mib"));
+        let m = Cli::command().try_get_matches_from(["veballoc-bench", "--threads", "5", "frag"]).unwrap();
+        assert!(given(&m, "threads") && !given(&m, "heap_gib"));
     }
 
     #[test]

@@ -15,20 +15,20 @@ pub(crate) const SLICE_MAX: u64 = 4096;
 /// Threads for `frag` at sizes above `SLICE_MAX` (the usable-memory issue's points).
 pub(crate) const FRAG_LARGE_THREADS: u64 = 65536;
 /// Mixed-size maxima `frag` measures after the single sizes.
-const FRAG_MIXED_MAXIMA: [u64; 3] = [64, 512, 4096];
+pub(crate) const FRAG_MIXED_MAXIMA: [u64; 3] = [64, 512, 4096];
 
 /// `util`: a batch asks for about 1/UTIL_BATCHES of the heap.
-const UTIL_BATCHES: u64 = 100;
+pub(crate) const UTIL_BATCHES: u64 = 100;
 /// `util`: batches run after the first null before giving up on filling further.
-const UTIL_BATCHES_AFTER_NULL: u32 = 20;
+pub(crate) const UTIL_BATCHES_AFTER_NULL: u32 = 20;
 /// `util`: most batches of one fill (a bound, whatever the heap does).
-const UTIL_MAX_BATCHES: u32 = 4 * UTIL_BATCHES as u32;
+pub(crate) const UTIL_MAX_BATCHES: u32 = 4 * UTIL_BATCHES as u32;
 /// `util_fill`'s counters: requested bytes served, requests served, nulls.
 const UTIL_COUNTERS: usize = 3;
 /// Seed of `util`'s random sizes (mixed with the batch and thread index on the device).
-const UTIL_SEED: u64 = 0x7571_1f11;
+pub(crate) const UTIL_SEED: u64 = 0x7571_1f11;
 /// Bits of the batch index in `util`'s per-batch seed.
-const UTIL_SEED_SHIFT: u32 = 40;
+pub(crate) const UTIL_SEED_SHIFT: u32 = 40;
 
 /// `churn_round`'s counters (`CHURN_*` in kernels/src/entry.rs).
 const CHURN_COUNTERS: usize = 6;
@@ -40,14 +40,14 @@ const CHURN_RUNS: usize = 4;
 const CHURN_FIRST_NULL_LIVE: usize = 5;
 /// `churn`: a holder frees its allocation in a round with this probability (mean lifetime
 /// four rounds).
-const CHURN_FREE_SHARE: f64 = 0.25;
+pub(crate) const CHURN_FREE_SHARE: f64 = 0.25;
 /// Probabilities go to the device as thresholds on 32 random bits.
-const PROB_ONE: u64 = 1 << 32;
+pub(crate) const PROB_ONE: u64 = 1 << 32;
 /// Seed of the churn's random draws.
-const CHURN_SEED: u64 = 0xc4u64 << 32 | 0x5eed;
+pub(crate) const CHURN_SEED: u64 = 0xc4u64 << 32 | 0x5eed;
 
 /// Heap-size units.
-const MIB: u64 = 1 << 20;
+pub(crate) const MIB: u64 = 1 << 20;
 
 /// The churn's request sizes: with probability 1/run_odds a segment run uniform in
 /// [run_lo, run_hi], else uniform in [2^e, 2^(e+1)) with e uniform in e0..e0+exponents
@@ -71,9 +71,8 @@ impl ChurnLaw {
         [self.e0, self.exponents, self.run_odds, self.run_lo, self.run_hi]
     }
 
-    /// The size drawn from random bits `r` (the host twin of the device's `churn_size`, for
-    /// the tests).
-    #[cfg(test)]
+    /// The size drawn from random bits `r` (the host twin of the device's `churn_size`: the
+    /// tests and the CPU model draw with it).
     pub(crate) fn size(&self, r: u64) -> u64 {
         if r.is_multiple_of(self.run_odds) {
             self.run_lo + (r >> 20) % (self.run_hi - self.run_lo + 1)
@@ -112,7 +111,7 @@ pub(crate) fn churn_alloc_share(target: f64, live: f64, holders: f64, n: f64, fr
 }
 
 /// A probability as `churn_round`'s threshold on 32 random bits.
-fn threshold(p: f64) -> u64 {
+pub(crate) fn threshold(p: f64) -> u64 {
     ((p.clamp(0.0, 1.0) * PROB_ONE as f64) as u64).min(PROB_ONE)
 }
 
@@ -564,14 +563,16 @@ impl Bench {
         }
         Ok(())
     }
+}
 
+impl crate::report::Record<'_> {
     /// Writes `util` and `churn` results as CSV (`head`: the GPU/driver/date/revision line).
     pub(crate) fn save_memory_csv(&self, name: &str, head: &str) -> Res<()> {
         if !self.util.is_empty() {
             let mut t = head.to_string()
                 + "allocator,lo,hi,capacity,batch_threads,batches,first_null_batch,bytes_at_first_null,\
                    share_at_first_null,bytes_max,share_max,requests,nulls,ms\n";
-            for u in &self.util {
+            for u in self.util.iter() {
                 t += &format!(
                     "{},{},{},{},{},{},{},{},{:.4},{},{:.4},{},{},{:.3}\n",
                     u.allocator,
@@ -596,7 +597,7 @@ impl Bench {
             let mut t = head.to_string()
                 + "round,threads,capacity,live_bytes,live_share,live_allocations,alloc_share,nulls,nulls_total,\
                    runs_total,first_null_live_share,ms\n";
-            for c in &self.churn {
+            for c in self.churn.iter() {
                 t += &format!(
                     "{},{},{},{},{:.4},{},{:.6},{},{},{},{},{:.3}\n",
                     c.round,

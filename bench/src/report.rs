@@ -6,9 +6,11 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::common::{Bench, Point, Res, BLOCK};
+use crate::cpu_model::CpuModelInfo;
 use crate::memory::{ChurnPoint, UtilPoint};
 use crate::peers::PeerRun;
 use crate::plot;
+use crate::Cli;
 
 #[derive(Serialize)]
 pub(crate) struct Report<'a> {
@@ -30,6 +32,32 @@ pub(crate) struct Report<'a> {
     pub(crate) ratios: Vec<Ratio>,
     /// Every peer invocation, with its rows as the binary wrote them.
     pub(crate) peer_runs: &'a [PeerRun],
+    /// Where no GPU was usable: the CPU model's settings (the `gpu` field then reads "CPU
+    /// model (no GPU): <CPU>", and every time is a CPU time). Absent in GPU runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cpu_model: Option<CpuModelInfo>,
+}
+
+/// What a run recorded and where it ran: what `save` writes, from a GPU run (`Bench`) or
+/// from the CPU model (`cpu_model::CpuModel`).
+pub(crate) struct Record<'a> {
+    /// The GPU's name, or "CPU model (no GPU): <CPU>".
+    pub(crate) device: String,
+    /// The CUDA driver version (0 in the CPU model).
+    pub(crate) driver: i32,
+    pub(crate) cli: &'a Cli,
+    /// Threads per launch and heap bytes the run used.
+    pub(crate) threads: u64,
+    pub(crate) heap_bytes: u64,
+    pub(crate) points: &'a [Point],
+    pub(crate) frag: &'a [FragPoint],
+    pub(crate) oom: &'a [OomPoint],
+    pub(crate) util: &'a [UtilPoint],
+    pub(crate) churn: &'a [ChurnPoint],
+    /// Labels of the peers run next to veballoc.
+    pub(crate) peer_labels: Vec<String>,
+    pub(crate) peer_runs: &'a [PeerRun],
+    pub(crate) cpu_model: Option<CpuModelInfo>,
 }
 
 /// veballoc against another allocator (a peer, CUDA malloc or a floor) at one point, both
@@ -113,24 +141,51 @@ pub(crate) struct OomPoint {
 
 impl Bench {
     pub(crate) fn save(&self, name: &str) -> Res<()> {
-        std::fs::create_dir_all(&self.cli.out)?;
-        let report = Report {
-            gpu: self.gpu.name().into(),
+        self.results().save(name)
+    }
+
+    /// This run's results, on this GPU.
+    pub(crate) fn results(&self) -> Record<'_> {
+        Record {
+            device: self.gpu.name().into(),
             driver: self.gpu.driver_version(),
-            date_utc: date_utc(),
-            git_rev: env!("VEBALLOC_GIT_REV"),
+            cli: &self.cli,
             threads: self.cli.threads,
-            iters: self.cli.iters,
             heap_bytes: self.cli.heap_gib << 30,
-            block: BLOCK,
-            max_registers: self.cli.maxreg,
             points: &self.points,
             frag: &self.frag,
             oom: &self.oom,
             util: &self.util,
             churn: &self.churn,
-            ratios: ratios(&self.points),
+            peer_labels: self.peers.iter().map(|p| p.label.clone()).collect(),
             peer_runs: &self.peer_runs,
+            cpu_model: None,
+        }
+    }
+}
+
+impl Record<'_> {
+    /// Writes `<name>.json`, `<name>.csv`, the per-test CSVs and the plots under `--out`.
+    pub(crate) fn save(&self, name: &str) -> Res<()> {
+        std::fs::create_dir_all(&self.cli.out)?;
+        let report = Report {
+            gpu: self.device.clone(),
+            driver: self.driver,
+            date_utc: date_utc(),
+            git_rev: env!("VEBALLOC_GIT_REV"),
+            threads: self.threads,
+            iters: self.cli.iters,
+            heap_bytes: self.heap_bytes,
+            block: BLOCK,
+            max_registers: self.cli.maxreg,
+            points: self.points,
+            frag: self.frag,
+            oom: self.oom,
+            util: self.util,
+            churn: self.churn,
+            ratios: ratios(self.points),
+            peer_runs: self.peer_runs,
+            cpu_model: self.cpu_model.clone(),
         };
         let json = self.cli.out.join(format!("{name}.json"));
         std::fs::write(&json, serde_json::to_string_pretty(&report)?)?;
@@ -142,7 +197,7 @@ impl Bench {
         if !self.frag.is_empty() {
             let mut t =
                 head.clone() + "allocator,size,mixed,round,threads,range_bytes,live_bytes,ratio,nulls\n";
-            for f in &self.frag {
+            for f in self.frag.iter() {
                 t += &format!(
                     "{},{},{},{},{},{},{},{:.4},{}\n",
                     f.allocator,
@@ -160,7 +215,7 @@ impl Bench {
         }
         if !self.oom.is_empty() {
             let mut t = head.clone() + "allocator,size,threads,served,heap_bytes,share,ms\n";
-            for o in &self.oom {
+            for o in self.oom.iter() {
                 t += &format!(
                     "{},{},{},{},{},{:.4},{:.3}\n",
                     o.allocator, o.size, o.threads, o.served, o.heap_bytes, o.share, o.ms
@@ -239,7 +294,7 @@ impl Bench {
                 .collect(),
             dashed: false,
         };
-        let peer_labels: Vec<String> = self.peers.iter().map(|p| p.label.clone()).collect();
+        let peer_labels = &self.peer_labels;
         for test in ["single", "mixed", "warm"] {
             let mut ss = Vec::new();
             let mut allocs: Vec<(String, bool)> = ["veballoc", "floor", "cuda", "veballoc-warm"]
@@ -262,9 +317,7 @@ impl Bench {
             let file = format!("{name}-{test}.svg");
             let title = format!(
                 "{test}: {} threads, median of {} iterations ({})",
-                self.cli.threads,
-                self.cli.iters,
-                self.gpu.name()
+                self.threads, self.cli.iters, self.device
             );
             let x = if test == "mixed" { "max size (bytes)" } else { "size (bytes)" };
             emit(file, &title, x, true, "time (ms)", &ss);
@@ -286,9 +339,7 @@ impl Bench {
             if !ss.is_empty() {
                 let title = format!(
                     "{test}: {} threads, median of {} iterations ({})",
-                    self.cli.threads,
-                    self.cli.iters,
-                    self.gpu.name()
+                    self.threads, self.cli.iters, self.device
                 );
                 emit(format!("{name}-{test}.svg"), &title, x, true, "time (ms)", &ss);
             }
@@ -309,7 +360,7 @@ impl Bench {
                 }
             }
             if !ss.is_empty() {
-                let title = format!("{test}: host-side allocation, us per call ({})", self.gpu.name());
+                let title = format!("{test}: host-side allocation, us per call ({})", self.device);
                 emit(format!("{name}-{file}.svg"), &title, x, true, "time (us)", &ss);
             }
         }
@@ -337,7 +388,7 @@ impl Bench {
                 }
                 emit(
                     format!("{name}-scaling-{sz}.svg"),
-                    &format!("scaling at {sz} B: median time vs threads ({})", self.gpu.name()),
+                    &format!("scaling at {sz} B: median time vs threads ({})", self.device),
                     "threads",
                     true,
                     "time (ms)",
@@ -386,9 +437,11 @@ impl Bench {
                     }
                 }
             }
+            // The CPU model says so in every title (a GPU run's title stays as it was).
+            let on = if self.cpu_model.is_some() { format!(" ({})", self.device) } else { String::new() };
             emit(
                 format!("{name}-frag.svg"),
-                "address range handed out / live bytes (first round)",
+                &format!("address range handed out / live bytes (first round){on}"),
                 "size (bytes)",
                 false,
                 "range / live",
@@ -411,7 +464,7 @@ impl Bench {
             ];
             emit(
                 format!("{name}-util.svg"),
-                &format!("util: requested bytes live / heap, one size per fill ({})", self.gpu.name()),
+                &format!("util: requested bytes live / heap, one size per fill ({})", self.device),
                 "size (bytes)",
                 false,
                 "% of the heap",
@@ -431,7 +484,7 @@ impl Bench {
                 points: rounds.iter().map(|c| (c.round as f64, c.nulls as f64)).collect(),
                 dashed: false,
             };
-            let title = |what: &str| format!("churn: {what} per round ({})", self.gpu.name());
+            let title = |what: &str| format!("churn: {what} per round ({})", self.device);
             for (file, what, y, s) in
                 [("churn", "live share", "% of the heap", live), ("churn-nulls", "nulls", "nulls", nulls)]
             {

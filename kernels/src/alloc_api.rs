@@ -1,4 +1,5 @@
-//! `core::alloc::Allocator` for the heap (nightly `allocator_api`), so that the standard
+//! `core::alloc::Allocator` for the heap (nightly `allocator_api`: always in device builds, with
+//! the `allocator-api` feature on the host), so that the standard
 //! collections take it as their allocator: `Vec::new_in(heap)`, `Box::new_in(x, heap)`,
 //! `BTreeMap::new_in(heap)` (with `alloc`), in kernels and in the CPU model alike.
 //!
@@ -16,7 +17,10 @@
 //! v.push(42u32);
 //! ```
 
-use core::alloc::{AllocError, Allocator, Layout};
+use core::alloc::Layout;
+#[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
+use core::alloc::{AllocError, Allocator};
+#[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
 use core::ptr::NonNull;
 
 use crate::heap::DeviceHeap;
@@ -52,6 +56,7 @@ impl DeviceHeap {
 }
 
 /// A dangling, aligned pointer for a zero-sized allocation (never passed to the heap).
+#[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
 #[inline(always)]
 fn dangling(layout: Layout) -> NonNull<[u8]> {
     // SAFETY: a power-of-two alignment is non-zero, so the pointer is non-null.
@@ -63,6 +68,7 @@ fn dangling(layout: Layout) -> NonNull<[u8]> {
 // destroyed, which the host does only when no kernel and no CPU thread uses it); copies of the
 // handle name the same heap, so a block allocated through one can be freed through any;
 // `malloc_layout` returns blocks that fit the layout (size and alignment) or null.
+#[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
 unsafe impl Allocator for DeviceHeap {
     #[inline]
     fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {

@@ -8,7 +8,9 @@
 //! `atomic` is the one atomics shim.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
-#![feature(allocator_api)]
+// The Allocator trait is nightly-only: on for the device (always built on the pinned nightly)
+// and with the `allocator-api` feature, so that host builds work on stable too.
+#![cfg_attr(any(target_arch = "nvptx64", feature = "allocator-api"), feature(allocator_api))]
 
 pub mod arch;
 pub mod atomic;
