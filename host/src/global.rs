@@ -116,13 +116,24 @@ impl Gpu {
     }
 }
 
+/// Stack per GPU thread that `Heap::bind_global` makes sure of: the allocator's own call chain
+/// under a collection's (a `Vec::push` that grows into a block claim) overflowed CUDA's default
+/// 1 KiB on the H100 (compute-sanitizer: stack overflow in `claim_block`); 4 KiB ran the
+/// collections example at 2^20 threads.
+pub const GLOBAL_ALLOC_STACK_BYTES: usize = 4 << 10;
+
 impl Heap {
     /// Binds this heap to `module`'s global allocator (`veballoc_kernels::global_allocator!`),
     /// so that its kernels' `alloc::vec::Vec`, `Box`, `String`, `BTreeMap` allocate here.
-    /// Call it before launching them (not while they run). The returned binding explains a
-    /// kernel that ended for lack of memory ([`GlobalBinding::explain`]). Errors:
-    /// `Error::NoGlobalAllocator` for a module without veballoc's global allocator.
+    /// Call it before launching them (not while they run). It raises the GPU's stack per
+    /// thread to at least [`GLOBAL_ALLOC_STACK_BYTES`] (`Gpu::set_stack_size` sets more). The
+    /// returned binding explains a kernel that ended for lack of memory
+    /// ([`GlobalBinding::explain`]). Errors: `Error::NoGlobalAllocator` for a module without
+    /// veballoc's global allocator.
     pub fn bind_global(&self, module: &Module) -> Result<GlobalBinding> {
+        if self.gpu().stack_size()? < GLOBAL_ALLOC_STACK_BYTES {
+            self.gpu().set_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
+        }
         let binding = GlobalBinding::register(self.gpu(), module)?;
         write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;
         Ok(binding)

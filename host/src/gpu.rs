@@ -314,6 +314,23 @@ impl Gpu {
         self.inner.checks
     }
 
+    /// Sets the stack each GPU thread gets, in bytes (CUDA's default is 1 KiB). Kernels that
+    /// use `format!`, `BTreeMap` or other code with indirect or recursive calls (whose stack
+    /// ptxas cannot bound) may need more; the driver reserves it for every thread that can be
+    /// resident at once (an H100: about 270000), so 8 KiB costs about 2 GiB of GPU memory.
+    pub fn set_stack_size(&self, bytes: usize) -> Result<()> {
+        let _on = self.bind()?;
+        cust::context::CurrentContext::set_resource_limit(cust::context::ResourceLimit::StackSize, bytes)
+            .during("cuCtxSetLimit (stack size)")
+    }
+
+    /// The stack each GPU thread gets, in bytes.
+    pub fn stack_size(&self) -> Result<usize> {
+        let _on = self.bind()?;
+        cust::context::CurrentContext::get_resource_limit(cust::context::ResourceLimit::StackSize)
+            .during("cuCtxGetLimit (stack size)")
+    }
+
     /// Loads a user's PTX module (for example a kernel crate that calls
     /// `veballoc_kernels::DeviceHeap::malloc`), with the same register cap policy as
     /// veballoc's own module when `max_registers > 0`. Refuses a module whose allocator was

@@ -37,7 +37,7 @@ mod pool;
 /// The CUDA driver bindings veballoc uses (device buffers, streams, events).
 pub use cust;
 pub use error::{Error, Result};
-pub use global::GlobalBinding;
+pub use global::{GlobalBinding, GLOBAL_ALLOC_STACK_BYTES};
 pub use gpu::{
     check_layout_stamp, devices, ptx_checks, Bound, DeviceInfo, Gpu, DEFAULT_MAX_REGISTERS, PTX,
     PTX_FILE_ENV, PTX_HAS_CHECKS,

@@ -15,7 +15,40 @@ use alloc::string::String;
 use alloc::vec::Vec;
 use veballoc_kernels::mix;
 
+#[cfg(not(feature = "cuda-malloc"))]
 veballoc_kernels::global_allocator!();
+
+/// The comparison's global allocator: CUDA's device malloc and free, as `cuda_std` does.
+#[cfg(all(target_arch = "nvptx64", feature = "cuda-malloc"))]
+mod cuda_malloc {
+    use core::alloc::{GlobalAlloc, Layout};
+
+    extern "C" {
+        /// CUDA's device-side allocator, provided by the driver to PTX.
+        fn malloc(size: usize) -> *mut u8;
+        /// CUDA's device-side free.
+        fn free(ptr: *mut u8);
+    }
+
+    /// CUDA's device malloc as a global allocator (16-byte aligned, enough for these kernels).
+    pub struct CudaMalloc;
+
+    // SAFETY: CUDA's malloc returns null or a 16-byte aligned block of at least `size` bytes,
+    // valid until freed; the kernels here ask for no alignment above 16.
+    unsafe impl GlobalAlloc for CudaMalloc {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            // SAFETY: the driver's malloc takes any size.
+            unsafe { malloc(layout.size()) }
+        }
+        unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+            // SAFETY: `ptr` came from malloc above.
+            unsafe { free(ptr) }
+        }
+    }
+
+    #[global_allocator]
+    static CUDA_MALLOC: CudaMalloc = CudaMalloc;
+}
 
 /// Most items a thread pushes (4 KiB of u32).
 pub const MAX_ITEMS: u64 = 1024;
