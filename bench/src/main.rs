@@ -53,6 +53,9 @@ pub(crate) struct Cli {
     /// Iterations for CUDA malloc points.
     #[arg(long, default_value_t = 1, global = true)]
     pub(crate) cuda_iters: u32,
+    /// The GPU to run on (its ordinal; `veballoc::devices()` lists them). Peers run there too.
+    #[arg(long, default_value_t = 0, global = true)]
+    pub(crate) device: u32,
     /// JIT register cap for veballoc's kernels (0: none).
     #[arg(long, default_value_t = veballoc::DEFAULT_MAX_REGISTERS, global = true)]
     pub(crate) maxreg: u32,
@@ -173,7 +176,7 @@ fn given(m: &ArgMatches, id: &str) -> bool {
 fn main() {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let gpu = match Gpu::with_max_registers(cli.maxreg) {
+    let gpu = match Gpu::open(cli.device, cli.maxreg) {
         Ok(g) => g,
         // No GPU: the CPU model runs what can run without one (frag, oom, util, churn).
         Err(veballoc::Error::NoGpu(why)) if cpu_model::runs(cli.cmd) => {

@@ -277,6 +277,8 @@ impl Bench {
             warmup.to_string(),
             "--heap-gib".into(),
             self.cli.heap_gib.to_string(),
+            "--device".into(),
+            self.cli.device.to_string(),
             "--name".into(),
             peer.label.clone(),
             "--csv".into(),

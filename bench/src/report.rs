@@ -147,7 +147,12 @@ impl Bench {
     /// This run's results, on this GPU.
     pub(crate) fn results(&self) -> Record<'_> {
         Record {
-            device: self.gpu.name().into(),
+            // The ordinal only where it is not the default, so that files of one-GPU runs read
+            // as before.
+            device: match self.gpu.ordinal() {
+                0 => self.gpu.name().into(),
+                n => format!("{} (device {n})", self.gpu.name()),
+            },
             driver: self.gpu.driver_version(),
             cli: &self.cli,
             threads: self.cli.threads,
