@@ -26,7 +26,13 @@ for t in .devbin/tests/gpu*; do
   [ -x "$t" ] || continue
   name=$(basename "$t")
   echo "== GPU tests: $name"
-  timeout "$timeout_s" "$t" --ignored --test-threads=1 --nocapture 2>&1 | tee "$out/tests-$name.txt"
+  skip=()
+  if [ "$name" = gpu_multi ] && [ "$(nvidia-smi -L | wc -l)" -lt 2 ]; then
+    # The two-GPU tests fail on purpose with fewer GPUs; run them on a 2-GPU machine.
+    echo "only one GPU here: skipping gpu_multi's two_gpus_* tests (run them on nvidia-h200-x2)" | tee "$out/tests-$name-skipped.txt"
+    skip=(--skip two_gpus)
+  fi
+  timeout "$timeout_s" "$t" --ignored --test-threads=1 --nocapture "${skip[@]}" 2>&1 | tee "$out/tests-$name.txt"
   rc=${PIPESTATUS[0]}
   echo "$name exit: $rc" | tee -a "$out/tests-$name.txt"
   [ "$rc" = 0 ] || failed=1
