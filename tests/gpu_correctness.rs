@@ -158,8 +158,8 @@ fn free_all(gpu: &Gpu, heap: &Heap, ptrs: &[u64]) {
 
 /// Issue 9.1 / 10.2: requests that exactly fill the heap all succeed, whatever the
 /// multiprocessors' current blocks hold (slices left in other shards' blocks are taken, and
-/// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (every block a whole
-/// segment), and 2^20 x 16 B in one segment.
+/// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (blocks of 1 MiB, 16
+/// to a segment, none left over), and 2^20 x 16 B in one segment.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
@@ -180,8 +180,8 @@ fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
 }
 
 /// Issue 9.1: a kernel in which every thread allocates and frees 4 KiB leaves each
-/// multiprocessor's current block (a whole 16 MiB segment for 4 KiB slices) pinned with
-/// nothing live. With no host trim, a request for the whole heap must still succeed: it
+/// multiprocessor's current block (1 MiB of 4 KiB slices; a whole 16 MiB segment before the
+/// finer classes) pinned with nothing live. With no host trim, a request for the whole heap must still succeed: it
 /// used to get null until the host called `trim`.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]

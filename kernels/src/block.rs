@@ -1,84 +1,45 @@
-//! Blocks: a segment formatted for size class `c` is cut into blocks of 4096 slices of
-//! `16 << c` bytes. Each class has its own vEB tree of free blocks; a block leaves its tree
+//! Blocks: a segment formatted for size class `c` is cut into `blocks_per_segment(c)` blocks
+//! of `slices_per_block(c)` slices of `slice_bytes(c)` bytes (see `class.rs`). Each class has its own vEB tree of free blocks; a block leaves its tree
 //! either to serve slices (installed as a "current" block, see `slice.rs`) or whole, for a
 //! request larger than a slice.
 //!
 //! Per block there is one `BlockMeta`: `freed` (slices given back; the free that brings it to
-//! 4096 recycles the block) and `kind` (slices, whole, or packed). A block serving slices is
+//! the class's slices per block recycles the block) and `kind` (slices, whole, or packed). A block serving slices is
 //! "current" in one slot (see `slice.rs`): the slot word itself counts what the block has
 //! handed out, so a warp takes slices with one atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
 
-/// Number of slice (and block) size classes: 16 B .. 4 KiB slices.
-pub const NUM_CLASSES: usize = 9;
-/// log2 of the smallest slice.
-pub const MIN_SLICE_SHIFT: u32 = 4;
-/// Largest request served by a slice.
-pub const MAX_SLICE_BYTES: u64 = 1 << (MIN_SLICE_SHIFT + NUM_CLASSES as u32 - 1);
-/// Blocks per segment in class 0; the stride of per-segment block metadata.
-pub const MAX_BLOCKS_PER_SEGMENT: u32 = blocks_per_segment(0);
+pub use crate::class::{
+    block_bytes, blocks_per_segment, ceil_log2, class_of, slice_bytes, slices_per_block, BLOCK_ID_SHIFT,
+    MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, MIN_SLICE_SHIFT, NUM_CLASSES,
+};
 
-/// Bytes of one slice of class `c`.
+/// Global id of block `local` of segment `seg` (the same stride for every class, so that
+/// splitting an id is a shift; a class's tree holds only its `blocks_per_segment` ids of each
+/// segment).
 #[inline(always)]
-pub const fn slice_bytes(c: usize) -> u64 {
-    1 << (MIN_SLICE_SHIFT as usize + c)
-}
-/// Bytes of one block of class `c`.
-#[inline(always)]
-pub const fn block_bytes(c: usize) -> u64 {
-    SLICES_PER_BLOCK as u64 * slice_bytes(c)
-}
-/// Blocks in a segment of class `c`.
-#[inline(always)]
-pub const fn blocks_per_segment(c: usize) -> u32 {
-    (SEGMENT_BYTES / block_bytes(c)) as u32
-}
-/// log2 of the blocks in a segment of class `c`.
-#[inline(always)]
-pub const fn blocks_per_segment_shift(c: usize) -> u32 {
-    blocks_per_segment(c).trailing_zeros()
+pub const fn gid_of(seg: u32, local: u32) -> u64 {
+    ((seg as u64) << BLOCK_ID_SHIFT) | local as u64
 }
 
-/// Segment and block-within-segment of global block `gid` of class `c`.
+/// Segment and block-within-segment of global block `gid`.
 #[inline(always)]
-pub const fn split_gid(c: usize, gid: u64) -> (u32, u32) {
-    let shift = blocks_per_segment_shift(c);
-    ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32)
+pub const fn split_gid(gid: u64) -> (u32, u32) {
+    ((gid >> BLOCK_ID_SHIFT) as u32, (gid & (MAX_BLOCKS_PER_SEGMENT as u64 - 1)) as u32)
 }
 
-/// Smallest power of two >= `size`, as its log2 (`size` >= 1).
-#[inline(always)]
-pub const fn ceil_log2(size: u64) -> u32 {
-    if size <= 1 {
-        0
-    } else {
-        64 - (size - 1).leading_zeros()
-    }
-}
-
-/// Slice class for `1 <= size <= MAX_SLICE_BYTES`.
+/// Slice class for `1 <= size <= MAX_SLICE_BYTES` (see `class::class_of`).
 #[inline(always)]
 pub const fn slice_class(size: u64) -> usize {
-    let l = ceil_log2(size);
-    if l <= MIN_SLICE_SHIFT {
-        0
-    } else {
-        (l - MIN_SLICE_SHIFT) as usize
-    }
+    class_of(size)
 }
 
-/// Block class (smallest block that holds it) for `MAX_SLICE_BYTES < size <= SEGMENT_BYTES`.
+/// Block class (a class of one-slice blocks handed out whole) for
+/// `MAX_SLICE_BYTES < size <= MAX_CLASS_BYTES` (see `class::class_of`).
 #[inline(always)]
 pub const fn block_class(size: u64) -> usize {
-    let l = ceil_log2(size);
-    let base = ceil_log2(block_bytes(0));
-    if l <= base {
-        0
-    } else {
-        (l - base) as usize
-    }
+    class_of(size)
 }
 
 /// Threads that may format segments for one class at the same time, at most: more
@@ -149,13 +110,13 @@ impl BlockMeta {
         self.freed.store_relaxed(0);
     }
 
-    /// Gives back `k` slices; true when this made all 4096 free (the caller then owns the
-    /// block and must recycle it).
+    /// Gives back `k` slices of a block of `per_block` slices; true when this made all of
+    /// them free (the caller then owns the block and must recycle it).
     #[inline(always)]
-    pub fn give_back(&self, k: u32) -> bool {
+    pub fn give_back(&self, k: u32, per_block: u32) -> bool {
         // Release: our use of the slices happens-before whoever recycles the block.
         let old = self.freed.fetch_add_release(k);
-        if old + k != SLICES_PER_BLOCK {
+        if old + k != per_block {
             return false;
         }
         // Acquire (fence): the last giver synchronises with every earlier release in the
@@ -191,22 +152,20 @@ pub enum SlotTake {
     Empty { elected: bool },
 }
 
-/// Takes up to `n` slices (1..=4096) from the block in `slot`: one atomic, which also tells
-/// which block it was, so no stale read of the slot can hand out a recycled block.
+/// Takes up to `n` slices (1..=4096) from the block in `slot`, whose blocks hold `per_block`
+/// slices: one atomic, which also tells which block it was, so no stale read of the slot can
+/// hand out a recycled block.
 #[inline(always)]
-pub fn slot_take(slot: &Atom64, n: u32) -> SlotTake {
+pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
     // Acquire: reads-from the installer's release swap (or a later add in its release
     // sequence), so the block's reset happens-before our use of its slices.
     let old = slot.fetch_add_acquire(n as u64);
     match slot_parts(old) {
         (None, count) => SlotTake::Empty { elected: count == 0 },
-        (Some(_), count) if count >= SLICES_PER_BLOCK => SlotTake::Full,
-        (Some(gid), start) => SlotTake::Fresh {
-            gid,
-            start,
-            got: n.min(SLICES_PER_BLOCK - start),
-            exhausted: start + n >= SLICES_PER_BLOCK,
-        },
+        (Some(_), count) if count >= per_block => SlotTake::Full,
+        (Some(gid), start) => {
+            SlotTake::Fresh { gid, start, got: n.min(per_block - start), exhausted: start + n >= per_block }
+        }
     }
 }
 
@@ -221,12 +180,12 @@ pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
 
 /// Empties `slot`; returns its block and how many slices the block had handed out (the
 /// caller gives the rest back). Safe while others take: their adds land before (counted) or
-/// after (they see an empty slot).
+/// after (they see an empty slot). `per_block`: the slices of the slot's blocks.
 #[inline(always)]
-pub fn slot_retire(slot: &Atom64) -> Option<(u64, u32)> {
+pub fn slot_retire(slot: &Atom64, per_block: u32) -> Option<(u64, u32)> {
     // AcqRel: totally ordered with the takers' adds on the same word.
     match slot_parts(slot.swap_acq_rel(0)) {
-        (Some(gid), count) => Some((gid, count.min(SLICES_PER_BLOCK))),
+        (Some(gid), count) => Some((gid, count.min(per_block))),
         (None, _) => None,
     }
 }
@@ -248,18 +207,19 @@ impl crate::heap::DeviceHeap {
     /// Block tree of class `c`.
     #[inline(always)]
     pub(crate) fn block_tree(&self, c: usize) -> crate::veb::Veb<'_> {
-        let l = self.layout().block_tree[c];
-        // SAFETY: the layout reserved `total_words` words at this offset.
-        let w = unsafe {
-            crate::atomic::words(self.meta + self.layout().block_tree_off[c], l.total_words as usize)
-        };
+        let l = self.layout().block_tree;
+        let off = self.layout().block_tree_off + c as u64 * l.total_words as u64 * 8;
+        // SAFETY: the layout reserved NUM_CLASSES trees of `total_words` words from
+        // `block_tree_off`, and c < NUM_CLASSES.
+        let w = unsafe { crate::atomic::words(self.meta + off, l.total_words as usize) };
         crate::veb::Veb::new(w, l)
     }
 
-    /// Address of block `gid` (global index within class `c`).
+    /// Address of block `gid` of class `c`.
     #[inline(always)]
     pub(crate) fn block_addr(&self, c: usize, gid: u64) -> u64 {
-        self.mem + gid * block_bytes(c)
+        let (seg, local) = split_gid(gid);
+        self.mem + ((seg as u64) << crate::SEGMENT_SHIFT) + local as u64 * block_bytes(c)
     }
 
     /// Per-class lock word held while one thread formats segments for the class, and the
@@ -286,7 +246,7 @@ impl crate::heap::DeviceHeap {
         let gid = self.block_tree(c).claim_spread(0, spread)?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);
+        self.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
         Some(gid)
     }
 
@@ -325,7 +285,7 @@ impl crate::heap::DeviceHeap {
                         let Some(seg) = self.seg_tree().claim_from(0) else { break };
                         self.format_segment(seg as u32, c, i == 0);
                         if i == 0 {
-                            got = Some(seg << blocks_per_segment_shift(c));
+                            got = Some(gid_of(seg as u32, 0));
                         }
                     }
                 }
@@ -362,7 +322,7 @@ impl crate::heap::DeviceHeap {
     /// returns the segment to the segment tree.
     #[inline(never)]
     pub(crate) fn release_block(&self, c: usize, gid: u64) {
-        let seg = (gid >> blocks_per_segment_shift(c)) as u32;
+        let seg = split_gid(gid).0;
         self.block_tree(c).insert(gid);
         // AcqRel: after the insert, so a reclaimer that sees zero also sees our bit.
         let old = self.seg_out(seg).fetch_sub_acq_rel(1);

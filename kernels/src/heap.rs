@@ -5,9 +5,10 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    split_gid, KIND_FREE, KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    block_bytes, block_class, blocks_per_segment, gid_of, slice_bytes, slice_class, split_gid, KIND_FREE,
+    KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, NUM_CLASSES,
 };
+use crate::class::{block_divisor, slice_divisor};
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -42,6 +43,13 @@ pub const fn packed_band(units16: u32) -> usize {
 /// Largest request `malloc_packed` packs (the largest slice): a warp's run is at most 32 of
 /// these, 128 KiB, which the 256-byte unit packs in 512 units, an eighth of a block.
 pub const PACKED_MAX_BYTES: u64 = 4096;
+const _: () = {
+    let mut i = 0;
+    while i < PACKED_CLASSES.len() {
+        assert!(slice_bytes(PACKED_CLASSES[i]).is_power_of_two(), "packed units are powers of two");
+        i += 1;
+    }
+};
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
 /// block's rest and the next one's start cover any block of up to 4096 threads.
 pub const CTA_RUNS: usize = 2;
@@ -76,9 +84,12 @@ pub struct HeapLayout {
     pub checks: u32,
     pub _reserved: u32,
     pub seg_tree: VebLayout,
-    pub block_tree: [VebLayout; NUM_CLASSES],
+    /// Layout of each class's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
+    /// ids, of which a class uses `blocks_per_segment(c)` per segment).
+    pub block_tree: VebLayout,
     pub seg_tree_off: u64,
-    pub block_tree_off: [u64; NUM_CLASSES],
+    /// The block trees of classes 0, 1, ... one after another.
+    pub block_tree_off: u64,
     pub table_off: u64,
     pub seg_out_off: u64,
     pub run_len_off: u64,
@@ -104,15 +115,9 @@ impl HeapLayout {
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
-        let mut block_tree = [VebLayout::new(0); NUM_CLASSES];
-        let mut block_tree_off = [0u64; NUM_CLASSES];
-        let mut c = 0;
-        while c < NUM_CLASSES {
-            block_tree[c] = VebLayout::new(n * blocks_per_segment(c) as u64);
-            block_tree_off[c] = off;
-            off += block_tree[c].total_words as u64 * 8;
-            c += 1;
-        }
+        let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
+        let block_tree_off = off;
+        off += NUM_CLASSES as u64 * block_tree.total_words as u64 * 8;
         let table_off = off;
         off += align8(n * 4);
         let seg_out_off = off;
@@ -191,12 +196,8 @@ impl HeapLayout {
         if VebLayout::try_new(n).is_none() {
             return None;
         }
-        let mut c = 0;
-        while c < NUM_CLASSES {
-            if VebLayout::try_new(n * blocks_per_segment(c) as u64).is_none() {
-                return None;
-            }
-            c += 1;
+        if VebLayout::try_new(n * MAX_BLOCKS_PER_SEGMENT as u64).is_none() {
+            return None;
         }
         Some(Self::new(num_segments, shards, checks))
     }
@@ -354,7 +355,7 @@ impl DeviceHeap {
             core::ptr::null_mut()
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_slice(slice_class(size))
-        } else if size <= SEGMENT_BYTES {
+        } else if size <= MAX_CLASS_BYTES {
             self.malloc_whole(block_class(size))
         } else {
             self.malloc_large(size)
@@ -429,7 +430,7 @@ impl DeviceHeap {
     /// `malloc_warp` without the check that the lanes' classes agree.
     ///
     /// # Safety
-    /// Every active lane that asks for 1..=4096 bytes must ask for a size of the same slice
+    /// Every active lane that asks for 1..=`MAX_SLICE_BYTES` bytes must ask for a size of the same slice
     /// class as every other such lane (the same size suffices). Otherwise a lane can get a
     /// slice smaller than it asked for, or one that overlaps another lane's.
     #[inline]
@@ -524,7 +525,9 @@ impl DeviceHeap {
             // The unit is the same for the whole warp (it depends on the warp's total only).
             let band = packed_band(total);
             let c = PACKED_CLASSES[band];
-            let units = size.div_ceil(slice_bytes(c)) as u32;
+            // Packed units are powers of two: a shift, not a division by a variable.
+            let unit_shift = slice_bytes(c).trailing_zeros();
+            let units = ((size + slice_bytes(c) - 1) >> unit_shift) as u32;
             if band > 0 {
                 (before, total) = warp_exclusive_sum(active, units);
             }
@@ -570,7 +573,7 @@ impl DeviceHeap {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
-            self.release_slices(seg, local, credit);
+            self.release_slices(seg, local, c, credit);
         }
     }
 
@@ -578,7 +581,7 @@ impl DeviceHeap {
     #[inline(always)]
     fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
         let off = addr - self.mem;
-        ((off >> SEGMENT_SHIFT) as u32, ((off & (SEGMENT_BYTES - 1)) / block_bytes(c)) as u32)
+        ((off >> SEGMENT_SHIFT) as u32, block_divisor(c).div(off & (SEGMENT_BYTES - 1)) as u32)
     }
 
     /// A whole block of class `c`.
@@ -588,7 +591,7 @@ impl DeviceHeap {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
-        let (seg, local) = split_gid(c, gid);
+        let (seg, local) = split_gid(gid);
         let meta = self.block_meta(seg, local);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
@@ -638,16 +641,20 @@ impl DeviceHeap {
         }
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
-                let local = (in_seg / block_bytes(c)) as u32;
+                // No division by a variable: multiply-high by the class's reciprocals.
+                let local = block_divisor(c).div(in_seg) as u32;
+                let in_block = in_seg - local as u64 * block_bytes(c);
+                let slice_rem = in_block - slice_divisor(c).div(in_block) * slice_bytes(c);
                 // Only a block-aligned pointer in a segment that handed out whole blocks can be
                 // one (or its second free, which finds the block parked). Relaxed: as in
                 // `locate`; a second free happens-after the first, so it reads its kind or a
                 // later one.
                 let kind = || self.block_meta(seg, local).kind.load_relaxed();
-                if has_whole && in_seg % block_bytes(c) == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
-                    self.free_block(seg, local, c);
-                } else if in_seg % slice_bytes(c) != 0 {
+                if local >= blocks_per_segment(c) || slice_rem != 0 {
+                    // Past the segment's last block, or inside a slice.
                     self.bump(counter::INVALID_FREE);
+                } else if has_whole && in_block == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
+                    self.free_block(seg, local, c);
                 } else {
                     self.free_slices_coalesced(seg, local, c, ptr as usize as u64, has_whole);
                 }
@@ -667,7 +674,7 @@ impl DeviceHeap {
             self.bump(counter::DOUBLE_FREE);
             return;
         }
-        self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
+        self.release_block(c, gid_of(seg, local));
     }
 
     /// The lanes freeing slices of the same block give them back with one atomic. With
@@ -677,7 +684,7 @@ impl DeviceHeap {
     fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64, has_whole: bool) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
-        let owned = !self.checking() || self.unmark_warp(peers, addr, c);
+        let owned = !self.checking() || self.unmark_warp(peers, addr);
         let owned_lanes = arch::ballot_sync(peers, owned);
         // Orders every peer's last access to its slice before the leader's release add below
         // (and so before the block's recycler): match.any and vote order no memory,
@@ -700,7 +707,7 @@ impl DeviceHeap {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
             if owned_lanes != 0 {
-                self.release_slices(seg, local, owned_lanes.count_ones());
+                self.release_slices(seg, local, c, owned_lanes.count_ones());
             }
         }
     }
@@ -710,8 +717,12 @@ impl DeviceHeap {
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Class(c), _)) => {
+                let local = block_divisor(c).div(in_seg) as u32;
+                if local >= blocks_per_segment(c) {
+                    return 0;
+                }
                 // Acquire: pairs with the release that published the kind.
-                match self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() {
+                match self.block_meta(seg, local).kind.load_acquire() {
                     KIND_WHOLE => block_bytes(c),
                     // A packed object's size is not recorded; a parked block hands out nothing.
                     KIND_PACKED | KIND_FREE => 0,
@@ -729,7 +740,9 @@ impl DeviceHeap {
         match self.locate(ptr as usize as u64) {
             // Acquire: as in usable_size.
             Some((seg, in_seg, SegKind::Class(c), _)) => {
-                self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_PACKED
+                let local = block_divisor(c).div(in_seg) as u32;
+                local < blocks_per_segment(c)
+                    && self.block_meta(seg, local).kind.load_acquire() == KIND_PACKED
             }
             _ => false,
         }
@@ -833,4 +846,4 @@ unsafe fn copy_words(src: *const u64, dst: *mut u64, n: u64) {
     }
 }
 
-const _: () = assert!(blocks_per_segment(NUM_CLASSES - 1) == 1);
+const _: () = assert!(MAX_CLASS_BYTES <= SEGMENT_BYTES && MAX_SLICE_BYTES < MAX_CLASS_BYTES);

@@ -3,7 +3,7 @@
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::block::{blocks_per_segment, blocks_per_segment_shift, MAX_BLOCKS_PER_SEGMENT};
+use crate::block::{blocks_per_segment, gid_of, MAX_BLOCKS_PER_SEGMENT};
 use crate::heap::DeviceHeap;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -126,8 +126,7 @@ impl DeviceHeap {
         // Release: the kept block is out; ordered before the inserts so claimers count on.
         self.seg_out(seg).store_release(kept);
         if bps > kept {
-            let base = (seg as u64) << blocks_per_segment_shift(c);
-            self.block_tree(c).insert_range(base + kept as u64, (bps - kept) as u64);
+            self.block_tree(c).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
     }
 
@@ -137,7 +136,7 @@ impl DeviceHeap {
     pub(crate) fn try_reclaim(&self, seg: u32, c: usize) {
         let out = self.seg_out(seg);
         let bps = blocks_per_segment(c) as u64;
-        let base = (seg as u64) << blocks_per_segment_shift(c);
+        let base = gid_of(seg, 0);
         for _ in 0..RECLAIM_RETRIES {
             // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
             if out.cas_acq_rel(0, RECLAIMING).is_err() {
@@ -263,4 +262,5 @@ impl DeviceHeap {
     }
 }
 
-const _: () = assert!(MAX_BLOCKS_PER_SEGMENT == 256);
+const _: () =
+    assert!(MAX_BLOCKS_PER_SEGMENT as u64 * crate::class::MAX_SLICES_PER_BLOCK as u64 * 16 == SEGMENT_BYTES);

@@ -3,16 +3,16 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    block_bytes, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slot_parts, KIND_FREE,
-    KIND_PACKED, KIND_WHOLE, NUM_CLASSES,
+    block_bytes, blocks_per_segment, gid_of, slice_bytes, slices_per_block, slot_parts, KIND_FREE,
+    KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
 use crate::slice::{packed_row, PACKED_CLASSES};
-use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
+use crate::SEGMENT_BYTES;
 
 /// What the heap holds, from one walk of its metadata.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
     /// Bytes the user holds: live slices, whole blocks and segment runs, at their usable size.
     pub bytes_in_use: u64,
@@ -32,7 +32,7 @@ pub struct Stats {
     pub whole_blocks: [u64; NUM_CLASSES],
     /// Live slices per class (packed objects not included).
     pub live_slices: [u64; NUM_CLASSES],
-    /// Blocks serving `malloc_packed` (counted in `slice_blocks[0]` too).
+    /// Blocks serving `malloc_packed` (counted in `slice_blocks` of their class too).
     pub packed_blocks: u64,
     /// Live packed objects (their sizes are not recorded, so they are not in `bytes_in_use`).
     pub live_packed: u64,
@@ -45,6 +45,28 @@ pub struct Stats {
     pub double_frees: u64,
     /// Requests answered with null for lack of memory.
     pub out_of_memory: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Self {
+            bytes_in_use: 0,
+            free_segments: 0,
+            segments_per_class: [0; NUM_CLASSES],
+            large_segments: 0,
+            host_segments: 0,
+            released_segments: 0,
+            slice_blocks: [0; NUM_CLASSES],
+            whole_blocks: [0; NUM_CLASSES],
+            live_slices: [0; NUM_CLASSES],
+            packed_blocks: 0,
+            live_packed: 0,
+            stale_summary_bits: 0,
+            invalid_frees: 0,
+            double_frees: 0,
+            out_of_memory: 0,
+        }
+    }
 }
 
 impl Stats {
@@ -106,13 +128,13 @@ impl DeviceHeap {
             if free != (kind == SegKind::Free) {
                 return Err(HeapError::SegmentTreeMismatch { seg, entry });
             }
+            // Only the class of a segment's format may have its blocks in its tree, and only
+            // the `blocks_per_segment` ids of that class.
             for c in 0..NUM_CLASSES {
-                if kind == SegKind::Class(c) {
-                    continue;
-                }
-                let bps = blocks_per_segment(c) as u64;
-                let base = (seg as u64) << blocks_per_segment_shift(c);
-                if (base..base + bps).any(|g| self.block_tree(c).contains(g)) {
+                let first_stray = if kind == SegKind::Class(c) { blocks_per_segment(c) } else { 0 };
+                let (from, end) =
+                    (gid_of(seg, 0) + first_stray as u64, gid_of(seg, 0) + MAX_BLOCKS_PER_SEGMENT as u64);
+                if self.block_tree(c).successor(from).is_some_and(|g| g < end) {
                     return Err(HeapError::StrayBlockBit { seg, class: c });
                 }
             }
@@ -164,7 +186,7 @@ impl DeviceHeap {
                 (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     match slot_parts(self.current(row, sh).load_acquire()) {
-                        (Some(g), handed) if g == gid => Some(handed.min(SLICES_PER_BLOCK)),
+                        (Some(g), handed) if g == gid => Some(handed.min(slices_per_block(c))),
                         _ => None,
                     }
                 })
@@ -174,11 +196,11 @@ impl DeviceHeap {
 
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed
     /// block, its live objects: one bit per object).
-    fn check_bits(&self, seg: u32, local: u32, live: u32) -> Result<(), HeapError> {
+    fn check_bits(&self, seg: u32, local: u32, c: usize, live: u32) -> Result<(), HeapError> {
         if !self.checking() {
             return Ok(());
         }
-        let marked = self.marked_in_block(seg, local);
+        let marked = self.marked_in_block(seg, local, c);
         if marked != live {
             return Err(HeapError::HandOutBits { seg, local, marked, live });
         }
@@ -192,10 +214,9 @@ impl DeviceHeap {
         is_current: &impl Fn(usize, u64) -> Option<u32>,
         s: &mut Stats,
     ) -> Result<(), HeapError> {
-        let shift = blocks_per_segment_shift(c);
         let mut out = 0;
         for local in 0..blocks_per_segment(c) {
-            let gid = ((seg as u64) << shift) | local as u64;
+            let gid = gid_of(seg, local);
             let m = self.block_meta(seg, local);
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let freed = m.freed.load_acquire();
@@ -206,7 +227,7 @@ impl DeviceHeap {
                 if freed != 0 || kind != KIND_FREE {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
-                self.check_bits(seg, local, 0)?;
+                self.check_bits(seg, local, c, 0)?;
                 continue;
             }
             out += 1;
@@ -216,20 +237,20 @@ impl DeviceHeap {
             if kind == KIND_WHOLE {
                 s.whole_blocks[c] += 1;
                 s.bytes_in_use += block_bytes(c);
-                self.check_bits(seg, local, 0)?;
+                self.check_bits(seg, local, c, 0)?;
                 continue;
             }
             s.slice_blocks[c] += 1;
             // A block out of its slot has handed out (or given back) all its slices.
-            let handed = is_current(c, gid).unwrap_or(SLICES_PER_BLOCK);
+            let handed = is_current(c, gid).unwrap_or(slices_per_block(c));
             if freed > handed {
                 return Err(HeapError::OverFreed { seg, local });
             }
-            if freed == SLICES_PER_BLOCK {
+            if freed == slices_per_block(c) {
                 return Err(HeapError::NotRecycled { seg, local });
             }
             let live = handed - freed;
-            self.check_bits(seg, local, live)?;
+            self.check_bits(seg, local, c, live)?;
             if kind == KIND_PACKED {
                 s.packed_blocks += 1;
                 s.live_packed += live as u64;
