@@ -28,6 +28,9 @@ pub const fn packed_row(i: usize) -> usize {
     NUM_CLASSES + i
 }
 
+/// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
+const TRIM_BATCH: u32 = 8;
+
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
 pub const fn row_class_kind(row: usize) -> (usize, u32) {
@@ -208,13 +211,25 @@ impl DeviceHeap {
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
     /// the segment tree (see `trim_segment`).
     pub fn trim(&self) {
+        let shards = self.layout().shards;
         for row in 0..SLOT_ROWS {
-            for sh in 0..self.layout().shards {
-                let slot = self.current(row, sh);
-                // Relaxed: a hint that skips empty slots (most of them); the swap decides.
-                if slot.load_relaxed() != 0 {
-                    self.retire_slot(row, slot);
+            let mut sh = 0;
+            while sh < shards {
+                // Read a batch of slot words before acting on any, so that the loads are in
+                // flight together (a sweep reads SLOT_ROWS * shards words, most of them 0).
+                let n = TRIM_BATCH.min(shards - sh);
+                let mut busy = 0u32;
+                for k in 0..n {
+                    // Relaxed: a hint that skips empty slots (most of them); the swap decides.
+                    if self.current(row, sh + k).load_relaxed() != 0 {
+                        busy |= 1 << k;
+                    }
                 }
+                while busy != 0 {
+                    self.retire_slot(row, self.current(row, sh + busy.trailing_zeros()));
+                    busy &= busy - 1;
+                }
+                sh += n;
             }
         }
         for seg in 0..self.layout().num_segments {
