@@ -377,7 +377,7 @@ fn out_of_memory_reaches_slices_in_other_shards_blocks() {
 /// whole blocks of their class, not rounded to a 64 KiB block. The heap validates throughout.
 #[test]
 fn sizes_get_little_waste() {
-    let cpu = CpuHeap::new(24, 1);
+    let cpu = CpuHeap::new(40, 1);
     let h = cpu.heap();
     let sizes = [
         1u64,
@@ -399,8 +399,14 @@ fn sizes_get_little_waste() {
         1 << 20,
         (1 << 20) + 1,
         3 << 19,
+        4 << 20,
+        (4 << 20) + 1,
+        9 << 19,
         5 << 20,
         8 << 20,
+        10 << 20,
+        12_900_000,
+        16 << 20,
     ];
     let mut live = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
@@ -441,7 +447,8 @@ fn sizes_get_little_waste() {
 #[test]
 fn one_size_fills_the_heap() {
     const SEGMENTS: u32 = 8;
-    let sizes = [24u64, 48, 100, 3000, 4097, 6000, 8192, 10_000, 40_000, 70_000, 300_000, 3 << 19, 5 << 20];
+    let sizes =
+        [24u64, 48, 100, 3000, 4097, 6000, 8192, 10_000, 40_000, 70_000, 300_000, 3 << 19, 5 << 20, 8 << 20];
     for size in sizes {
         let cpu = CpuHeap::new(SEGMENTS, 1);
         let h = cpu.heap();
@@ -465,4 +472,46 @@ fn one_size_fills_the_heap() {
         let s = h.validate().expect("heap consistent");
         assert_eq!(s.bytes_in_use, served * slice_bytes(class_of(size)), "size {size}");
     }
+}
+
+/// Requests above the largest class (4 MiB) up to a segment take a run of contiguous 1 MiB
+/// blocks in one segment: its free returns every block; a second free is counted, and so is
+/// a free of a pointer into the run; the run's blocks serve 1 MiB slices afterwards.
+#[test]
+fn block_runs_free_whole_and_refuse_interior_pointers() {
+    let cpu = CpuHeap::new(2, 1);
+    let h = cpu.heap();
+    let a = h.malloc(5 << 20);
+    let b = h.malloc(9 << 20);
+    assert!(!a.is_null() && !b.is_null());
+    assert_eq!((h.usable_size(a), h.usable_size(b)), (5 << 20, 9 << 20));
+    assert_eq!(b as u64 - a as u64, 5 << 20, "runs are contiguous blocks of one segment");
+    fill(a, 5 << 20, 1);
+    fill(b, 9 << 20, 2);
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.bytes_in_use, 14 << 20);
+    // Only two blocks are left in the first segment: a run of five takes the second one.
+    let c = h.malloc(9 << 19);
+    assert_eq!(h.usable_size(c), 5 << 20);
+    assert_eq!(c as u64 - a as u64, SEGMENT_BYTES, "{c:?}");
+    // SAFETY: pointer arithmetic only.
+    h.free(unsafe { a.add(1 << 20) }); // the start of the run's second block
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
+    check(a, 5 << 20, 1);
+    h.free(a);
+    h.free(a);
+    assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "a second free of a run is counted");
+    // The run's five blocks serve 1 MiB slices (and a 4-block run) again.
+    let d: Vec<_> = (0..5).map(|_| h.malloc(1 << 20)).collect();
+    assert!(d.iter().all(|p| (*p as u64) >= a as u64 && (*p as u64) < b as u64), "{d:?}");
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.bytes_in_use, (9 + 5 + 5) << 20);
+    check(b, 9 << 20, 2);
+    for p in d.into_iter().chain([b, c]) {
+        h.free(p);
+    }
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 2), "{s:?}");
+    assert_eq!((s.invalid_frees, s.double_frees), (1, 1));
 }

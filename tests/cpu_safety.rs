@@ -198,6 +198,7 @@ fn size_strategy() -> impl Strategy<Value = u64> {
     prop_oneof![
         8 => 1u64..=4096,
         3 => 4097u64..=(1 << 20),
+        1 => ((1 << 20) + 1)..=SEGMENT_BYTES,
         1 => (SEGMENT_BYTES + 1)..=(2 * SEGMENT_BYTES),
     ]
 }

@@ -75,13 +75,17 @@ pub const KIND_WHOLE: u32 = 1;
 pub const KIND_PACKED: u32 = 2;
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 3;
+/// A later block of a run of whole blocks (the first is `KIND_WHOLE`, its `freed` holding
+/// the run's length): no pointer starts in it.
+pub const KIND_RUN_TAIL: u32 = 4;
 
 /// Metadata of one block slot.
 #[repr(C)]
 pub struct BlockMeta {
-    /// Slices given back since the block was installed.
+    /// Slices given back since the block was installed; for a block handed out whole
+    /// (`KIND_WHOLE`), the number of blocks in its run (1 for a single block).
     pub freed: Atom32,
-    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
+    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED` or `KIND_RUN_TAIL`.
     pub kind: Atom32,
 }
 
@@ -283,7 +287,7 @@ impl crate::heap::DeviceHeap {
                     };
                     for i in 0..segs {
                         let Some(seg) = self.seg_tree().claim_from(0) else { break };
-                        self.format_segment(seg as u32, c, i == 0);
+                        self.format_segment(seg as u32, c, (i == 0) as u32);
                         if i == 0 {
                             got = Some(gid_of(seg as u32, 0));
                         }
@@ -316,6 +320,25 @@ impl crate::heap::DeviceHeap {
             waiters.fetch_add_relaxed(u32::MAX);
         }
         got
+    }
+
+    /// Takes `k` (1..=blocks_per_segment(c)) contiguous free blocks of class `c`, in one
+    /// segment (a class's tree never holds the ids between two segments' blocks), formatting a
+    /// fresh segment when its tree has no such run; returns the first. The blocks are parked;
+    /// the caller marks them.
+    #[inline(never)]
+    pub(crate) fn claim_block_run(&self, c: usize, k: u32) -> Option<u64> {
+        if k == 1 {
+            return self.claim_block(c);
+        }
+        if let Some(gid) = self.block_tree(c).claim_run(k as u64) {
+            // AcqRel: as in claim_from_tree.
+            self.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+            return Some(gid);
+        }
+        let seg = self.seg_tree().claim_from(0)? as u32;
+        self.format_segment(seg, c, k);
+        Some(gid_of(seg, 0))
     }
 
     /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back

@@ -12,7 +12,9 @@
 //! `blocks_per_segment(c) = floor(16 MiB / block_bytes(c))` blocks from its start; what is left
 //! at its end (less than one block, at most 6.25% of the segment for slice classes) is unused.
 //! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path); larger
-//! classes, one slice per block, are handed out as whole blocks.
+//! classes (up to `MAX_CLASS_BYTES`, 4 MiB), one slice per block, are handed out as whole
+//! blocks. Requests above that and up to a segment take a run of `block_run_len(size)`
+//! contiguous 1 MiB blocks of `RUN_CLASS` in one segment: less than 1 MiB (25% of 4 MiB) over.
 //!
 //! Every size here is `m << e` with an odd `m` of 1, 3, 5 or 7, so dividing by one is a shift
 //! and a multiplication by a reciprocal of `m` ([`Divisor`]): `free` divides by no variable.
@@ -26,8 +28,8 @@ pub const MIN_SLICE_SHIFT: u32 = 4;
 pub const LINEAR_CLASSES: usize = 3;
 /// log2 of the classes per doubling from 64 B up.
 pub const SUB_CLASS_BITS: u32 = 2;
-/// Largest class: 8 MiB (two blocks per segment).
-pub const MAX_CLASS_BYTES: u64 = 8 << 20;
+/// Largest class: 4 MiB (four blocks per segment).
+pub const MAX_CLASS_BYTES: u64 = 4 << 20;
 /// Number of size classes (16 B .. `MAX_CLASS_BYTES`).
 pub const NUM_CLASSES: usize = class_of(MAX_CLASS_BYTES) + 1;
 /// Largest request served by slices (the warp-coalesced path); the classes above it hand out
@@ -175,6 +177,16 @@ impl Divisor {
     }
 }
 
+/// The class whose blocks (1 MiB, 16 to a segment) serve runs of whole blocks, for requests
+/// above `MAX_CLASS_BYTES` up to a segment.
+pub const RUN_CLASS: usize = class_of(BLOCK_TARGET_BYTES);
+
+/// Blocks of `RUN_CLASS` in a run for `size` bytes (`MAX_CLASS_BYTES < size <= SEGMENT_BYTES`).
+#[inline(always)]
+pub const fn block_run_len(size: u64) -> u32 {
+    ((size + BLOCK_TARGET_BYTES - 1) >> BLOCK_TARGET_BYTES.trailing_zeros()) as u32
+}
+
 /// Division by `slice_bytes(c)`.
 #[inline(always)]
 pub const fn slice_divisor(c: usize) -> Divisor {
@@ -206,9 +218,14 @@ const fn check_table() {
     assert!(slice_bytes(NUM_CLASSES - 1) == MAX_CLASS_BYTES);
     assert!(is_slice_class(class_of(MAX_SLICE_BYTES)) && !is_slice_class(class_of(MAX_SLICE_BYTES) + 1));
     assert!(blocks_per_segment(0) == MAX_BLOCKS_PER_SEGMENT);
+    // Runs: 1 MiB blocks tile a segment, and a run of them is less than 1 MiB over its size,
+    // at most 25% above MAX_CLASS_BYTES.
+    assert!(block_bytes(RUN_CLASS) == BLOCK_TARGET_BYTES && BLOCK_TARGET_BYTES.is_power_of_two());
+    assert!(blocks_per_segment(RUN_CLASS) as u64 * BLOCK_TARGET_BYTES == SEGMENT_BYTES);
     // Magic numbers: ceil(2^32 / odd).
     assert!(Divisor::new(3, 0).magic == (1u64 << 32).div_ceil(3));
     assert!(Divisor::new(5, 0).magic == (1u64 << 32).div_ceil(5));
     assert!(Divisor::new(7, 0).magic == (1u64 << 32).div_ceil(7));
 }
 const _: () = check_table();
+const _: () = assert!(BLOCK_TARGET_BYTES * 4 <= MAX_CLASS_BYTES, "runs of 1 MiB blocks are within 25%");

@@ -6,9 +6,10 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, gid_of, slice_bytes, slice_class, split_gid, KIND_FREE,
-    KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, NUM_CLASSES,
+    KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES,
+    NUM_CLASSES,
 };
-use crate::class::{block_divisor, slice_divisor};
+use crate::class::{block_divisor, block_run_len, slice_divisor, RUN_CLASS};
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -51,7 +52,9 @@ const _: () = {
     }
 };
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
-/// block's rest and the next one's start cover any block of up to 4096 threads.
+/// block's rest and the next one's start cover any thread block of up to 4096 threads in
+/// classes of 4096 slices per block (up to 256-byte slices); with fewer slices per block, the
+/// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
@@ -356,7 +359,9 @@ impl DeviceHeap {
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_slice(slice_class(size))
         } else if size <= MAX_CLASS_BYTES {
-            self.malloc_whole(block_class(size))
+            self.malloc_whole(block_class(size), 1)
+        } else if size <= SEGMENT_BYTES {
+            self.malloc_whole(RUN_CLASS, block_run_len(size))
         } else {
             self.malloc_large(size)
         }
@@ -584,15 +589,22 @@ impl DeviceHeap {
         ((off >> SEGMENT_SHIFT) as u32, block_divisor(c).div(off & (SEGMENT_BYTES - 1)) as u32)
     }
 
-    /// A whole block of class `c`.
+    /// A run of `k` whole blocks of class `c` in one segment (one block when `k == 1`).
     #[inline(never)]
-    fn malloc_whole(&self, c: usize) -> *mut u8 {
-        let Some(gid) = self.retry_after_reclaim(|| self.claim_block(c)) else {
+    fn malloc_whole(&self, c: usize, k: u32) -> *mut u8 {
+        let Some(gid) = self.retry_after_reclaim(|| self.claim_block_run(c, k)) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
         let (seg, local) = split_gid(gid);
+        for i in 1..k {
+            // Release: the validator and `free` of a pointer into the run (after the user's
+            // own synchronisation with this malloc) read it.
+            self.block_meta(seg, local + i).kind.store_release(KIND_RUN_TAIL);
+        }
         let meta = self.block_meta(seg, local);
+        // Relaxed: published by the release store of the kind below.
+        meta.freed.store_relaxed(k);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
         let table = self.seg_table(seg);
@@ -664,15 +676,25 @@ impl DeviceHeap {
         }
     }
 
-    /// Frees a whole block. Of two frees of it, only one gets past the kind swap; the other
-    /// (racing, or later: the block is parked) is counted.
+    /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
+    /// kind swap; the other (racing, or later: the block is parked) is counted.
     #[inline(never)]
     fn free_block(&self, seg: u32, local: u32, c: usize) {
-        // AcqRel: decides between racing frees; the release insert in release_block
-        // publishes the new kind to the block's next owner.
-        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
+        let meta = self.block_meta(seg, local);
+        // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
+        // kind, with the run length before it); the release inserts in release_block
+        // publish the new kinds to the blocks' next owners.
+        if meta.kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
             self.bump(counter::DOUBLE_FREE);
             return;
+        }
+        // Relaxed: ordered by the CAS above; the parked count is published by the release
+        // inserts below.
+        let k = meta.freed.load_relaxed().max(1);
+        meta.freed.store_relaxed(0);
+        for i in 1..k {
+            self.block_meta(seg, local + i).park();
+            self.release_block(c, gid_of(seg, local + i));
         }
         self.release_block(c, gid_of(seg, local));
     }
@@ -697,7 +719,9 @@ impl DeviceHeap {
             // handed out (a double free). Relaxed: as in `locate`.
             if has_whole {
                 match self.block_meta(seg, local).kind.load_relaxed() {
-                    KIND_WHOLE => return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64),
+                    KIND_WHOLE | KIND_RUN_TAIL => {
+                        return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64)
+                    }
                     KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
                     _ => {}
                 }
@@ -721,11 +745,14 @@ impl DeviceHeap {
                 if local >= blocks_per_segment(c) {
                     return 0;
                 }
+                let meta = self.block_meta(seg, local);
                 // Acquire: pairs with the release that published the kind.
-                match self.block_meta(seg, local).kind.load_acquire() {
-                    KIND_WHOLE => block_bytes(c),
-                    // A packed object's size is not recorded; a parked block hands out nothing.
-                    KIND_PACKED | KIND_FREE => 0,
+                match meta.kind.load_acquire() {
+                    // Relaxed: published by that release (the run length).
+                    KIND_WHOLE => block_bytes(c) * meta.freed.load_relaxed().max(1) as u64,
+                    // A packed object's size is not recorded; a parked block hands out nothing,
+                    // and no pointer starts in a run's later blocks.
+                    KIND_PACKED | KIND_FREE | KIND_RUN_TAIL => 0,
                     _ => slice_bytes(c),
                 }
             }

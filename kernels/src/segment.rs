@@ -111,12 +111,11 @@ impl DeviceHeap {
         self.mem + ((seg as u64) << SEGMENT_SHIFT)
     }
 
-    /// Formats the just-claimed segment `seg` for class `c`. With `keep_first`, its block 0
-    /// stays with the caller; every other block goes into the class tree.
+    /// Formats the just-claimed segment `seg` for class `c`. Its first `kept` blocks
+    /// stay with the caller; every other block goes into the class tree.
     #[inline(never)]
-    pub(crate) fn format_segment(&self, seg: u32, c: usize, keep_first: bool) {
+    pub(crate) fn format_segment(&self, seg: u32, c: usize, kept: u32) {
         let bps = blocks_per_segment(c);
-        let kept = keep_first as u32;
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.

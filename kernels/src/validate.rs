@@ -4,7 +4,7 @@
 
 use crate::block::{
     block_bytes, blocks_per_segment, gid_of, slice_bytes, slices_per_block, slot_parts, KIND_FREE,
-    KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
+    KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
 };
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
@@ -28,7 +28,7 @@ pub struct Stats {
     pub released_segments: u64,
     /// Blocks out of their tree serving slices, per class (includes current blocks).
     pub slice_blocks: [u64; NUM_CLASSES],
-    /// Blocks handed out whole, per class.
+    /// Blocks handed out whole, per class (each block of a run of whole blocks counts).
     pub whole_blocks: [u64; NUM_CLASSES],
     /// Live slices per class (packed objects not included).
     pub live_slices: [u64; NUM_CLASSES],
@@ -103,6 +103,9 @@ pub enum HeapError {
     NotRecycled { seg: u32, local: u32 },
     /// A multi-segment run that is broken (bad length, missing tail, tail without head).
     BadRun { seg: u32 },
+    /// A run of whole blocks that is broken: a run length of 0 or past the segment's blocks,
+    /// a block of the run not marked as its tail, or a tail block outside any run.
+    BadBlockRun { seg: u32, local: u32 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
     HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
 }
@@ -215,6 +218,8 @@ impl DeviceHeap {
         s: &mut Stats,
     ) -> Result<(), HeapError> {
         let mut out = 0;
+        // Tail blocks still expected after the head of a run of whole blocks.
+        let mut tails = 0;
         for local in 0..blocks_per_segment(c) {
             let gid = gid_of(seg, local);
             let m = self.block_meta(seg, local);
@@ -222,6 +227,9 @@ impl DeviceHeap {
             let freed = m.freed.load_acquire();
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let kind = m.kind.load_acquire();
+            if (tails > 0) != (kind == KIND_RUN_TAIL) {
+                return Err(HeapError::BadBlockRun { seg, local });
+            }
             if self.block_tree(c).contains(gid) {
                 // Parked, or never installed (all zeros).
                 if freed != 0 || kind != KIND_FREE {
@@ -234,7 +242,16 @@ impl DeviceHeap {
             if kind == KIND_FREE {
                 return Err(HeapError::ParkedBlockOutOfTree { seg, local });
             }
-            if kind == KIND_WHOLE {
+            if kind == KIND_WHOLE || kind == KIND_RUN_TAIL {
+                if kind == KIND_WHOLE {
+                    // `freed` holds the run length.
+                    if freed == 0 || local + freed > blocks_per_segment(c) {
+                        return Err(HeapError::BadBlockRun { seg, local });
+                    }
+                    tails = freed - 1;
+                } else {
+                    tails -= 1;
+                }
                 s.whole_blocks[c] += 1;
                 s.bytes_in_use += block_bytes(c);
                 self.check_bits(seg, local, c, 0)?;

@@ -2,9 +2,9 @@
 #![cfg(not(loom))]
 
 use veballoc_kernels::class::{
-    block_bytes, block_divisor, blocks_per_segment, class_of, is_slice_class, slice_bytes, slice_divisor,
-    slices_per_block, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, MAX_SLICE_BYTES,
-    NUM_CLASSES,
+    block_bytes, block_divisor, block_run_len, blocks_per_segment, class_of, is_slice_class, slice_bytes,
+    slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK,
+    MAX_SLICE_BYTES, NUM_CLASSES, RUN_CLASS,
 };
 use veballoc_kernels::SEGMENT_BYTES;
 
@@ -98,6 +98,32 @@ fn reciprocal_divisions_are_exact_for_every_offset() {
                 if q != q_true {
                     panic!("class {c}: {x} / {d} gave {q}");
                 }
+            }
+        }
+    }
+}
+
+/// Above the largest class, runs of 1 MiB blocks: never short, at most 25% over, for every
+/// size up to a segment in steps of 16 bytes and at every block boundary.
+#[test]
+fn block_runs_waste_at_most_a_quarter() {
+    let block = block_bytes(RUN_CLASS);
+    assert_eq!(block, 1 << 20);
+    let check = |size: u64| {
+        let k = block_run_len(size) as u64;
+        assert!(k * block >= size && (k - 1) * block < size, "size {size}: {k} blocks");
+        assert!(k * block * 4 <= size * 5, "size {size}: {k} blocks, more than 25% over");
+        assert!(k <= blocks_per_segment(RUN_CLASS) as u64);
+    };
+    let mut size = MAX_CLASS_BYTES + 1;
+    while size <= SEGMENT_BYTES {
+        check(size);
+        size += 16;
+    }
+    for k in 5..=16u64 {
+        for size in [k * block - 1, k * block, k * block + 1] {
+            if size > MAX_CLASS_BYTES && size <= SEGMENT_BYTES {
+                check(size);
             }
         }
     }
