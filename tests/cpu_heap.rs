@@ -377,7 +377,7 @@ fn out_of_memory_reaches_slices_in_other_shards_blocks() {
 /// whole blocks of their class, not rounded to a 64 KiB block. The heap validates throughout.
 #[test]
 fn sizes_get_little_waste() {
-    let cpu = CpuHeap::new(40, 1);
+    let cpu = CpuHeap::new(64, 1);
     let h = cpu.heap();
     let sizes = [
         1u64,
@@ -407,6 +407,11 @@ fn sizes_get_little_waste() {
         10 << 20,
         12_900_000,
         16 << 20,
+        (16 << 20) + 1,
+        20 << 20,
+        33 << 20,
+        40_000_000,
+        100 << 20,
     ];
     let mut live = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
@@ -514,4 +519,46 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 2), "{s:?}");
     assert_eq!((s.invalid_frees, s.double_frees), (1, 1));
+}
+
+/// Requests above a segment take whole segments and, for what is left over, the first 1 MiB
+/// blocks of the next segment (formatted for 1 MiB blocks, whose other blocks serve other
+/// requests): less than 1 MiB over. Freeing the run returns both; a free of a pointer to its
+/// tail blocks, or a second free, is counted and ignored.
+#[test]
+fn large_runs_end_in_blocks_of_the_next_segment() {
+    let cpu = CpuHeap::new(6, 1);
+    let h = cpu.heap();
+    let a = h.malloc(20 << 20);
+    assert_eq!(h.usable_size(a), 20 << 20);
+    // The 12 blocks after the run's tail take a run of 12 MiB: right after it.
+    let b = h.malloc(12 << 20);
+    assert_eq!(b as u64, a as u64 + (20 << 20));
+    fill(a, 20 << 20, 1);
+    fill(b, 12 << 20, 2);
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.large_segments, s.large_tail_blocks), (32 << 20, 1, 4), "{s:?}");
+    // SAFETY: pointer arithmetic only.
+    h.free(unsafe { a.add(16 << 20) }); // the run's first tail block
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
+    check(a, 20 << 20, 1);
+    h.free(a);
+    h.free(a); // the run's segments are free now: a pointer into a free segment
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
+    assert_eq!((s.bytes_in_use, s.large_tail_blocks), (12 << 20, 0), "{s:?}");
+    // b's segment sits second, so the largest run left is the four after it; the freed tail
+    // blocks serve 1 MiB slices.
+    let c = h.malloc(4 << 24);
+    assert!(!c.is_null());
+    let d: Vec<_> = (0..4).map(|_| h.malloc(1 << 20)).collect();
+    assert!(d.iter().all(|&p| p as u64 >= a as u64 + (16 << 20) && (p as u64) < b as u64), "{d:?}");
+    check(b, 12 << 20, 2);
+    for p in d.into_iter().chain([b, c]) {
+        h.free(p);
+    }
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 6), "{s:?}");
+    assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
 }

@@ -78,6 +78,9 @@ pub const KIND_SLICES: u32 = 3;
 /// A later block of a run of whole blocks (the first is `KIND_WHOLE`, its `freed` holding
 /// the run's length): no pointer starts in it.
 pub const KIND_RUN_TAIL: u32 = 4;
+/// A block of `RUN_CLASS` at the start of a segment that ends a multi-segment run (the run's
+/// head segment records how many).
+pub const KIND_LARGE_TAIL: u32 = 5;
 
 /// Metadata of one block slot.
 #[repr(C)]

@@ -6,8 +6,8 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     block_bytes, block_class, blocks_per_segment, gid_of, slice_bytes, slice_class, split_gid, KIND_FREE,
-    KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES,
-    NUM_CLASSES,
+    KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES,
+    MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::class::{block_divisor, block_run_len, slice_divisor, RUN_CLASS};
 use crate::segment::{seg_kind, SegFlags, SegKind};
@@ -96,6 +96,8 @@ pub struct HeapLayout {
     pub table_off: u64,
     pub seg_out_off: u64,
     pub run_len_off: u64,
+    /// Per segment: tail blocks of the run that starts there (see `DeviceHeap::claim_large`).
+    pub run_tail_off: u64,
     pub blocks_off: u64,
     pub current_off: u64,
     pub format_lock_off: u64,
@@ -127,6 +129,8 @@ impl HeapLayout {
         off += align8(n * 4);
         let run_len_off = off;
         off += align8(n * 4);
+        let run_tail_off = off;
+        off += align8(n * 4);
         let blocks_off = off;
         off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
         let current_off = off;
@@ -153,6 +157,7 @@ impl HeapLayout {
             table_off,
             seg_out_off,
             run_len_off,
+            run_tail_off,
             blocks_off,
             current_off,
             format_lock_off,
@@ -619,8 +624,8 @@ impl DeviceHeap {
     /// A run of whole segments.
     #[inline(never)]
     fn malloc_large(&self, size: u64) -> *mut u8 {
-        let k = Self::segments_for(size);
-        match self.retry_after_reclaim(|| self.claim_large(k)) {
+        let (k, tail) = Self::run_for(size);
+        match self.retry_after_reclaim(|| self.claim_large(k, tail)) {
             Some(s) => self.segment_addr(s) as usize as *mut u8,
             None => {
                 self.bump(counter::OUT_OF_MEMORY);
@@ -719,7 +724,7 @@ impl DeviceHeap {
             // handed out (a double free). Relaxed: as in `locate`.
             if has_whole {
                 match self.block_meta(seg, local).kind.load_relaxed() {
-                    KIND_WHOLE | KIND_RUN_TAIL => {
+                    KIND_WHOLE | KIND_RUN_TAIL | KIND_LARGE_TAIL => {
                         return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64)
                     }
                     KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
@@ -752,12 +757,16 @@ impl DeviceHeap {
                     KIND_WHOLE => block_bytes(c) * meta.freed.load_relaxed().max(1) as u64,
                     // A packed object's size is not recorded; a parked block hands out nothing,
                     // and no pointer starts in a run's later blocks.
-                    KIND_PACKED | KIND_FREE | KIND_RUN_TAIL => 0,
+                    KIND_PACKED | KIND_FREE | KIND_RUN_TAIL | KIND_LARGE_TAIL => 0,
                     _ => slice_bytes(c),
                 }
             }
-            // Acquire: pairs with the release in claim_large.
-            Some((seg, 0, SegKind::LargeHead, _)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
+            Some((seg, 0, SegKind::LargeHead, _)) => {
+                // Acquire: pairs with the release in claim_large.
+                let k = self.seg_run(seg).load_acquire();
+                // Relaxed: published by the same release.
+                Self::run_bytes(k, self.seg_run_tail(seg).load_relaxed())
+            }
             _ => 0,
         }
     }

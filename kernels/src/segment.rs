@@ -3,7 +3,8 @@
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::block::{blocks_per_segment, gid_of, MAX_BLOCKS_PER_SEGMENT};
+use crate::block::{blocks_per_segment, gid_of, KIND_LARGE_TAIL, MAX_BLOCKS_PER_SEGMENT};
+use crate::class::{BLOCK_TARGET_BYTES, RUN_CLASS};
 use crate::heap::DeviceHeap;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -105,6 +106,19 @@ impl DeviceHeap {
         self.seg_array(self.layout().run_len_off, seg)
     }
 
+    /// Blocks of `RUN_CLASS` at the start of the segment after the run that starts at `seg`
+    /// that belong to the run (its last, partial segment; 0: none).
+    #[inline(always)]
+    pub(crate) fn seg_run_tail(&self, seg: u32) -> &Atom32 {
+        self.seg_array(self.layout().run_tail_off, seg)
+    }
+
+    /// Bytes of the run that starts at `seg` (`k` whole segments and `t` tail blocks).
+    #[inline(always)]
+    pub(crate) fn run_bytes(k: u32, t: u32) -> u64 {
+        k as u64 * SEGMENT_BYTES + t as u64 * BLOCK_TARGET_BYTES
+    }
+
     /// Address of segment `seg`.
     #[inline(always)]
     pub fn segment_addr(&self, seg: u32) -> u64 {
@@ -172,15 +186,31 @@ impl DeviceHeap {
         }
     }
 
-    /// Claims `k` contiguous segments for a request larger than a segment; returns the first.
+    /// Claims `k` contiguous segments for a request larger than a segment, and with
+    /// `tail > 0` the first `tail` 1 MiB blocks of the segment after them (formatted for
+    /// `RUN_CLASS`, its other blocks going to that class's tree); returns the first segment.
     #[inline(never)]
-    pub(crate) fn claim_large(&self, k: u64) -> Option<u32> {
-        let s = self.seg_tree().claim_run(k)? as u32;
+    pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
+        let s = self.seg_tree().claim_run(k + (tail > 0) as u64)? as u32;
         // Relaxed: published (with the head entry) by the release store below.
         self.seg_run(s).store_relaxed(k as u32);
+        // Relaxed: as above.
+        self.seg_run_tail(s).store_relaxed(tail);
         for t in 1..k as u32 {
             // Relaxed: as above.
             self.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
+        }
+        if tail > 0 {
+            let ts = s + k as u32;
+            for i in 0..tail {
+                // Relaxed: published by format_segment's release store of the table entry
+                // (and the head's below).
+                self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
+            }
+            self.format_segment(ts, RUN_CLASS, tail);
+            // AcqRel: `free` of a pointer into the tail blocks must check their kind (as for
+            // whole blocks: see DeviceHeap::free); published with the head below.
+            self.seg_table(ts).fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
         }
         // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
         self.seg_table(s).store_release(SegFlags::LARGE.bits());
@@ -198,9 +228,17 @@ impl DeviceHeap {
         }
         // Relaxed: ordered by the acquire CAS above.
         let k = self.seg_run(s).load_relaxed();
+        // Relaxed: as above.
+        let tail = self.seg_run_tail(s).load_relaxed();
         for t in 1..k {
             // Relaxed: the release inserts below publish the cleared entries.
             self.seg_table(s + t).store_relaxed(0);
+        }
+        for i in 0..tail {
+            // The tail blocks go back to RUN_CLASS's tree like any freed block (the last
+            // block of their segment to come back returns the segment).
+            self.block_meta(s + k, i).park();
+            self.release_block(RUN_CLASS, gid_of(s + k, i));
         }
         self.seg_tree().insert_range(s as u64, k as u64);
     }
@@ -255,9 +293,16 @@ impl DeviceHeap {
         self.seg_tree().insert(seg as u64);
     }
 
-    /// Segments needed for `size` bytes.
-    pub(crate) fn segments_for(size: u64) -> u64 {
-        size.div_ceil(SEGMENT_BYTES)
+    /// Whole segments and tail blocks (of 1 MiB, in the next segment) of a run for `size`
+    /// bytes: less than 1 MiB over.
+    pub(crate) fn run_for(size: u64) -> (u64, u32) {
+        let (k, t) =
+            (size >> SEGMENT_SHIFT, (size & (SEGMENT_BYTES - 1)).div_ceil(BLOCK_TARGET_BYTES) as u32);
+        if t as u64 * BLOCK_TARGET_BYTES == SEGMENT_BYTES {
+            (k + 1, 0)
+        } else {
+            (k, t)
+        }
     }
 }
 

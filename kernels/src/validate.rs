@@ -4,12 +4,12 @@
 
 use crate::block::{
     block_bytes, blocks_per_segment, gid_of, slice_bytes, slices_per_block, slot_parts, KIND_FREE,
-    KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
+    KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
 };
+use crate::class::RUN_CLASS;
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
 use crate::slice::{packed_row, PACKED_CLASSES};
-use crate::SEGMENT_BYTES;
 
 /// What the heap holds, from one walk of its metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub struct Stats {
     pub live_packed: u64,
     /// Stale summary bits in the trees (harmless; searches skip them).
     pub stale_summary_bits: u64,
+    /// Blocks at the start of a segment that end a multi-segment run (their bytes are in
+    /// `bytes_in_use` with the run's).
+    pub large_tail_blocks: u64,
     /// `free` calls on pointers the heap never handed out.
     pub invalid_frees: u64,
     /// `free` calls on slices not handed out at the time (double frees), counted by heaps
@@ -62,6 +65,7 @@ impl Default for Stats {
             packed_blocks: 0,
             live_packed: 0,
             stale_summary_bits: 0,
+            large_tail_blocks: 0,
             invalid_frees: 0,
             double_frees: 0,
             out_of_memory: 0,
@@ -106,6 +110,8 @@ pub enum HeapError {
     /// A run of whole blocks that is broken: a run length of 0 or past the segment's blocks,
     /// a block of the run not marked as its tail, or a tail block outside any run.
     BadBlockRun { seg: u32, local: u32 },
+    /// Blocks marked as the tail of a multi-segment run that no run claims (or the reverse).
+    OrphanLargeTail { claimed: u64, found: u64 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
     HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
 }
@@ -122,6 +128,8 @@ impl DeviceHeap {
                 self.block_tree(c).check().map_err(|err| HeapError::Tree { tree: Some(c), err })?;
         }
         let current = self.current_blocks();
+        // Tail blocks that runs' heads claim, and that the segments after them hold.
+        let mut large_tail_blocks = 0u64;
         let mut seg = 0u32;
         while seg < n {
             // Acquire: quiescent heap; acquire for form's sake.
@@ -159,8 +167,14 @@ impl DeviceHeap {
                             return Err(HeapError::BadRun { seg: seg + t });
                         }
                     }
+                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                    let tail = self.seg_run_tail(seg).load_acquire();
+                    if tail > 0 {
+                        self.check_run_tail(seg + k, tail)?;
+                        large_tail_blocks += tail as u64;
+                    }
                     s.large_segments += k as u64;
-                    s.bytes_in_use += k as u64 * SEGMENT_BYTES;
+                    s.bytes_in_use += Self::run_bytes(k, tail);
                     seg += k;
                     continue;
                 }
@@ -170,6 +184,12 @@ impl DeviceHeap {
                 SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
             }
             seg += 1;
+        }
+        if large_tail_blocks != s.large_tail_blocks {
+            return Err(HeapError::OrphanLargeTail {
+                claimed: large_tail_blocks,
+                found: s.large_tail_blocks,
+            });
         }
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
@@ -210,6 +230,27 @@ impl DeviceHeap {
         Ok(())
     }
 
+    /// The first `tail` blocks of segment `ts` end the run before it: `ts` is in the heap and
+    /// formatted for `RUN_CLASS`, those blocks are marked so, and the next one is not.
+    fn check_run_tail(&self, ts: u32, tail: u32) -> Result<(), HeapError> {
+        let bps = blocks_per_segment(RUN_CLASS);
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+        if ts >= self.layout().num_segments
+            || tail >= bps
+            || seg_kind(self.seg_table(ts).load_acquire()) != SegKind::Class(RUN_CLASS)
+        {
+            return Err(HeapError::BadRun { seg: ts });
+        }
+        for local in 0..=tail {
+            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+            let kind = self.block_meta(ts, local).kind.load_acquire();
+            if (kind == KIND_LARGE_TAIL) != (local < tail) {
+                return Err(HeapError::BadBlockRun { seg: ts, local });
+            }
+        }
+        Ok(())
+    }
+
     fn check_class_segment(
         &self,
         seg: u32,
@@ -220,6 +261,8 @@ impl DeviceHeap {
         let mut out = 0;
         // Tail blocks still expected after the head of a run of whole blocks.
         let mut tails = 0;
+        // Leading blocks that end a multi-segment run.
+        let mut leading_large = 0u64;
         for local in 0..blocks_per_segment(c) {
             let gid = gid_of(seg, local);
             let m = self.block_meta(seg, local);
@@ -241,6 +284,17 @@ impl DeviceHeap {
             out += 1;
             if kind == KIND_FREE {
                 return Err(HeapError::ParkedBlockOutOfTree { seg, local });
+            }
+            if kind == KIND_LARGE_TAIL {
+                // Only the leading blocks of a RUN_CLASS segment end a run.
+                if c != RUN_CLASS || local as u64 != leading_large {
+                    return Err(HeapError::BadBlockRun { seg, local });
+                }
+                leading_large += 1;
+                s.large_tail_blocks += 1;
+                s.whole_blocks[c] += 1;
+                self.check_bits(seg, local, c, 0)?;
+                continue;
             }
             if kind == KIND_WHOLE || kind == KIND_RUN_TAIL {
                 if kind == KIND_WHOLE {
