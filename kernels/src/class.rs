@@ -1,7 +1,7 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
 //! Class sizes: 16, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, 192, 224,
-//! 256, 320, ...) up to `MAX_CLASS_BYTES` (8 MiB): class `c >= 3` has slices of
+//! 256, 320, ...) up to `MAX_CLASS_BYTES` (4 MiB), 68 classes: class `c >= 3` has slices of
 //! `(4 + (c - 3) % 4) << (4 + (c - 3) / 4)` bytes. So a request of `size` bytes gets at most
 //! `size + 15` bytes below 64 B and at most `1.25 * size` from 64 B up (the next class is at
 //! most a quarter larger than the previous one, which is smaller than `size`).

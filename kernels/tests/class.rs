@@ -15,6 +15,7 @@ fn smallest_class(size: u64) -> usize {
 
 #[test]
 fn class_sizes_are_increasing_16_byte_multiples() {
+    assert_eq!(NUM_CLASSES, 68, "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
     let first: Vec<u64> = (0..12).map(slice_bytes).collect();
