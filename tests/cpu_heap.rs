@@ -562,3 +562,28 @@ fn large_runs_end_in_blocks_of_the_next_segment() {
     assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 6), "{s:?}");
     assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
 }
+
+/// Each class takes whole segments, so a heap may have none left for a class that still has
+/// room in a larger class's blocks: the request then takes a slice of a larger class (up to
+/// `FALLBACK_CLASSES` up) rather than null. With one segment, formatted for 4 KiB slices,
+/// 3000-byte requests used to get null.
+#[test]
+fn a_class_without_room_takes_a_larger_slice() {
+    let cpu = CpuHeap::new(1, 1);
+    let h = cpu.heap();
+    let a = h.malloc(4096);
+    assert!(!a.is_null());
+    let ps = cpu.warp_malloc(&[3000; 32]);
+    assert!(ps.iter().all(|p| !p.is_null()), "{ps:?}");
+    for w in ps.windows(2) {
+        assert_eq!(w[1] as u64 - w[0] as u64, 4096, "one group, slices of the larger class");
+    }
+    let b = h.malloc(3000);
+    assert_eq!(h.usable_size(b), 4096);
+    // Two doublings up at most: 16-byte requests do not take 4 KiB slices.
+    assert!(h.malloc(16).is_null());
+    for p in ps.into_iter().chain([a, b]) {
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -9,7 +9,7 @@ use crate::block::{
     KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES,
     MAX_SLICE_BYTES, NUM_CLASSES,
 };
-use crate::class::{block_divisor, block_run_len, slice_divisor, RUN_CLASS};
+use crate::class::{block_divisor, block_run_len, class_of, slice_divisor, RUN_CLASS};
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -56,6 +56,13 @@ const _: () = {
 /// classes of 4096 slices per block (up to 256-byte slices); with fewer slices per block, the
 /// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
+/// Larger classes a request may take a slice of when its own class has no room left (see
+/// `DeviceHeap::take_group`): two doublings, so at most 5x the size asked, and only when the
+/// alternative is null.
+pub const FALLBACK_CLASSES: usize = 8;
+/// Bits of the slice count in the word a group leader shares (the class served is above).
+const GOT_BITS: u32 = 16;
+const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
@@ -392,26 +399,48 @@ impl DeviceHeap {
     fn serve_group(&self, c: usize, peers: u32) -> Option<*mut u8> {
         let leader = peers.trailing_zeros();
         let rank = (peers & arch::lanemask_lt()).count_ones();
+        // `got` and (above GOT_BITS) the class served, which one shuffle carries.
         let (mut base, mut got) = (0u64, 0u32);
         if arch::lane_id() == leader {
-            match self.retry_after_reclaim(|| self.take_marked(c, peers.count_ones())) {
-                Some((b, g)) => (base, got) = (b, g),
+            match self.take_group(c, peers.count_ones()) {
+                Some((b, g, served)) => (base, got) = (b, g | (served as u32) << GOT_BITS),
                 // Every lane of the group gets null: count requests, not groups.
                 None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
             }
         }
         let base = arch::shfl_sync_u64(peers, base, leader);
-        let got = arch::shfl_sync_u32(peers, got, leader);
+        let got_class = arch::shfl_sync_u32(peers, got, leader);
+        let (got, served) = (got_class & ((1 << GOT_BITS) - 1), (got_class >> GOT_BITS) as usize);
         // Orders the leader's acquire take before the peers' use of their slices: shuffles
         // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
         arch::syncwarp(peers);
         if got == 0 {
             Some(core::ptr::null_mut())
         } else if rank < got {
-            Some((base + rank as u64 * slice_bytes(c)) as usize as *mut u8)
+            Some((base + rank as u64 * slice_bytes(served)) as usize as *mut u8)
         } else {
             None
         }
+    }
+
+    /// Slices for a group of `n` threads that want class `c`: of class `c` (after a reclaim
+    /// sweep if there were none), or, when the heap has no room left for class `c` (no block
+    /// of it and no free segment: each class takes whole segments, so a small heap may hold
+    /// fewer classes than are asked for), of the next larger slice class that has some, up to
+    /// `FALLBACK_CLASSES` classes up. Returns the first slice, how many, and their class.
+    #[inline(always)]
+    pub(crate) fn take_group(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+        match self.retry_after_reclaim(|| self.take_marked(c, n)) {
+            Some((b, g)) => Some((b, g, c)),
+            None => self.take_larger(c, n),
+        }
+    }
+
+    /// `take_group`'s fallback to larger classes (no sweep: the caller's has just run).
+    #[inline(never)]
+    fn take_larger(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+        let last = class_of(MAX_SLICE_BYTES).min(c + FALLBACK_CLASSES);
+        (c + 1..=last).find_map(|up| self.take_marked(up, n).map(|(b, g)| (b, g, up)))
     }
 
     /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
