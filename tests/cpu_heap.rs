@@ -5,7 +5,7 @@ use std::sync::{Barrier, Mutex};
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use veballoc::kernels::arch::set_host_thread_index;
-use veballoc::kernels::block::{block_bytes, blocks_per_segment, class_of, slice_bytes, slices_per_block};
+use veballoc::kernels::block::{blocks_per_segment, class_of, slice_bytes, slices_per_block};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES, SLICES_PER_BLOCK};
@@ -233,11 +233,13 @@ fn out_of_memory_returns_null_then_recovers() {
             ps.push(p);
             assert!(ps.len() < 1 << 20, "no null from a full heap");
         }
-        let usable = h.usable_size(ps[0]);
         let c = class_of(size);
-        // Every block of every segment: the segments' ends past their last block stay unused.
-        let blocks = h.layout().num_segments as u64 * blocks_per_segment(c) as u64 * block_bytes(c);
-        assert_eq!(ps.len() as u64 * usable, blocks, "size {size}: all of the heap's blocks were handed out");
+        assert_eq!(h.usable_size(ps[0]), slice_bytes(c));
+        // Every slice of every block (a block's end past its last slice stays unused).
+        let slices =
+            h.layout().num_segments as u64 * blocks_per_segment(c) as u64 * slices_per_block(c) as u64;
+        assert!(slices * slice_bytes(c) <= h.capacity() && slices * slice_bytes(c) * 16 > h.capacity() * 15);
+        assert_eq!(ps.len() as u64, slices, "size {size}: every slice of the heap was handed out");
         assert!(h.malloc(16).is_null(), "full heap still serves");
         assert!(h.counter(counter::OUT_OF_MEMORY).load_acquire() > 0);
         for p in ps.drain(..) {
@@ -495,9 +497,9 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     fill(b, 9 << 20, 2);
     let s = h.validate().expect("heap consistent");
     assert_eq!(s.bytes_in_use, 14 << 20);
-    // Only two blocks are left in the first segment: a run of five takes the second one.
+    // Eight 256 KiB blocks are left in the first segment: a run of 18 takes the second one.
     let c = h.malloc(9 << 19);
-    assert_eq!(h.usable_size(c), 5 << 20);
+    assert_eq!(h.usable_size(c), 9 << 19);
     assert_eq!(c as u64 - a as u64, SEGMENT_BYTES, "{c:?}");
     // SAFETY: pointer arithmetic only.
     h.free(unsafe { a.add(1 << 20) }); // the start of the run's second block
@@ -506,11 +508,11 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     h.free(a);
     h.free(a);
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "a second free of a run is counted");
-    // The run's five blocks serve 1 MiB slices (and a 4-block run) again.
-    let d: Vec<_> = (0..5).map(|_| h.malloc(1 << 20)).collect();
+    // The run's blocks serve slices of their group (48 and 64 B) again.
+    let d: Vec<_> = (0..5).map(|_| h.malloc(64)).collect();
     assert!(d.iter().all(|p| (*p as u64) >= a as u64 && (*p as u64) < b as u64), "{d:?}");
     let s = h.validate().expect("heap consistent");
-    assert_eq!(s.bytes_in_use, (9 + 5 + 5) << 20);
+    assert_eq!(s.bytes_in_use, (9 << 20) + (9 << 19) + 5 * 64);
     check(b, 9 << 20, 2);
     for p in d.into_iter().chain([b, c]) {
         h.free(p);
@@ -537,7 +539,7 @@ fn large_runs_end_in_blocks_of_the_next_segment() {
     fill(a, 20 << 20, 1);
     fill(b, 12 << 20, 2);
     let s = h.validate().expect("heap consistent");
-    assert_eq!((s.bytes_in_use, s.large_segments, s.large_tail_blocks), (32 << 20, 1, 4), "{s:?}");
+    assert_eq!((s.bytes_in_use, s.large_segments, s.large_tail_blocks), (32 << 20, 1, 16), "{s:?}");
     // SAFETY: pointer arithmetic only.
     h.free(unsafe { a.add(16 << 20) }); // the run's first tail block
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
@@ -548,10 +550,10 @@ fn large_runs_end_in_blocks_of_the_next_segment() {
     assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
     assert_eq!((s.bytes_in_use, s.large_tail_blocks), (12 << 20, 0), "{s:?}");
     // b's segment sits second, so the largest run left is the four after it; the freed tail
-    // blocks serve 1 MiB slices.
+    // blocks serve slices of their group (48 and 64 B).
     let c = h.malloc(4 << 24);
     assert!(!c.is_null());
-    let d: Vec<_> = (0..4).map(|_| h.malloc(1 << 20)).collect();
+    let d: Vec<_> = (0..4).map(|_| h.malloc(64)).collect();
     assert!(d.iter().all(|&p| p as u64 >= a as u64 + (16 << 20) && (p as u64) < b as u64), "{d:?}");
     check(b, 12 << 20, 2);
     for p in d.into_iter().chain([b, c]) {
@@ -563,23 +565,27 @@ fn large_runs_end_in_blocks_of_the_next_segment() {
     assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
 }
 
-/// Each class takes whole segments, so a heap may have none left for a class that still has
-/// room in a larger class's blocks: the request then takes a slice of a larger class (up to
-/// `FALLBACK_CLASSES` up) rather than null. With one segment, formatted for 4 KiB slices,
-/// 3000-byte requests used to get null.
+/// Each group takes whole segments, so a heap may have none left for a class whose group has
+/// no room while a larger group's blocks have some: the request then takes a slice of a
+/// larger class (up to `FALLBACK_CLASSES` up) rather than null. With one segment, formatted
+/// for the group of 2..4 KiB slices, 1500-byte requests used to get null.
 #[test]
 fn a_class_without_room_takes_a_larger_slice() {
     let cpu = CpuHeap::new(1, 1);
     let h = cpu.heap();
     let a = h.malloc(4096);
     assert!(!a.is_null());
-    let ps = cpu.warp_malloc(&[3000; 32]);
+    let ps = cpu.warp_malloc(&[1500; 32]);
     assert!(ps.iter().all(|p| !p.is_null()), "{ps:?}");
     for w in ps.windows(2) {
-        assert_eq!(w[1] as u64 - w[0] as u64, 4096, "one group, slices of the larger class");
+        assert_eq!(
+            w[1] as u64 - w[0] as u64,
+            2560,
+            "one group, slices of the smallest larger class with room"
+        );
     }
-    let b = h.malloc(3000);
-    assert_eq!(h.usable_size(b), 4096);
+    let b = h.malloc(1500);
+    assert_eq!(h.usable_size(b), 2560);
     // Two doublings up at most: 16-byte requests do not take 4 KiB slices.
     assert!(h.malloc(16).is_null());
     for p in ps.into_iter().chain([a, b]) {

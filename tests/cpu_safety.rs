@@ -143,8 +143,10 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
         assert_eq!(h.usable_size(ptrs[0]), 0);
         assert!(h.realloc(ptrs[0], 2048).is_null());
     }
-    let blocks: u64 =
-        block_units.iter().map(|u| u.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64)).sum();
+    let per_block = |i: usize| {
+        veballoc::kernels::block::slices_per_block(veballoc::kernels::slice::PACKED_CLASSES[i]) as u64
+    };
+    let blocks: u64 = block_units.iter().enumerate().map(|(i, u)| u.div_ceil(per_block(i))).sum();
     assert!(
         split_runs <= blocks,
         "warps split only at block ends ({split_runs} split warps, {blocks} blocks)"

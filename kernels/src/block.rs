@@ -1,23 +1,26 @@
-//! Blocks: a segment formatted for size class `c` is cut into `blocks_per_segment(c)` blocks
-//! of `slices_per_block(c)` slices of `slice_bytes(c)` bytes (see `class.rs`). Each class has its own vEB tree of free blocks; a block leaves its tree
-//! either to serve slices (installed as a "current" block, see `slice.rs`) or whole, for a
-//! request larger than a slice.
+//! Blocks: a segment formatted for group `g` (see `class.rs`) is cut into
+//! `group_blocks_per_segment(g)` blocks of `group_block_bytes(g)`; a block serves one class of
+//! its group at a time (`slices_per_block(c)` slices of `slice_bytes(c)`), or is handed out
+//! whole as part of a run. Each group has its own vEB tree of free blocks; a block leaves its
+//! tree either to serve slices (installed as a "current" block, see `slice.rs`) or whole.
 //!
 //! Per block there is one `BlockMeta`: `freed` (slices given back; the free that brings it to
-//! the class's slices per block recycles the block) and `kind` (slices, whole, or packed). A block serving slices is
-//! "current" in one slot (see `slice.rs`): the slot word itself counts what the block has
-//! handed out, so a warp takes slices with one atomic add on the slot (see `slot_take`).
+//! the class's slices per block recycles the block) and `kind` (slices, whole, packed..., with
+//! the class it serves). A block serving slices is "current" in one slot (see `slice.rs`): the
+//! slot word itself counts what the block has handed out, so a warp takes slices with one
+//! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
 
 pub use crate::class::{
-    block_bytes, blocks_per_segment, ceil_log2, class_of, slice_bytes, slices_per_block, BLOCK_ID_SHIFT,
-    MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, MIN_SLICE_SHIFT, NUM_CLASSES,
+    block_bytes, blocks_per_segment, ceil_log2, class_of, group_block_bytes, group_block_shift,
+    group_blocks_per_segment, group_of, slice_bytes, slices_per_block, BLOCK_ID_SHIFT,
+    MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS,
 };
 
-/// Global id of block `local` of segment `seg` (the same stride for every class, so that
-/// splitting an id is a shift; a class's tree holds only its `blocks_per_segment` ids of each
-/// segment).
+/// Global id of block `local` of segment `seg` (the same stride for every group, so that
+/// splitting an id is a shift; a group's tree holds only its `group_blocks_per_segment` ids of
+/// each segment).
 #[inline(always)]
 pub const fn gid_of(seg: u32, local: u32) -> u64 {
     ((seg as u64) << BLOCK_ID_SHIFT) | local as u64
@@ -35,25 +38,18 @@ pub const fn slice_class(size: u64) -> usize {
     class_of(size)
 }
 
-/// Block class (a class of one-slice blocks handed out whole) for
-/// `MAX_SLICE_BYTES < size <= MAX_CLASS_BYTES` (see `class::class_of`).
-#[inline(always)]
-pub const fn block_class(size: u64) -> usize {
-    class_of(size)
-}
-
 /// Threads that may format segments for one class at the same time, at most: more
 /// formatters clear a burst of claimers sooner, but each adds up to a segment of blocks
 /// nobody asked for yet (see `formatters`).
 pub const MAX_FORMATTERS: u32 = 4;
-/// Blocks that concurrent formatting may put in a class's tree at once: caps the formatters
+/// Blocks that concurrent formatting may put in a group's tree at once: caps the formatters
 /// of many-block classes (one for 16-64 B slices, whose segments hold 64-256 blocks).
 pub const FORMAT_BURST_BLOCKS: u32 = 64;
 
-/// Concurrent formatters for class `c`.
+/// Concurrent formatters for group `g`.
 #[inline(always)]
-pub const fn formatters(c: usize) -> u32 {
-    let k = FORMAT_BURST_BLOCKS / blocks_per_segment(c);
+pub const fn formatters(g: usize) -> u32 {
+    let k = FORMAT_BURST_BLOCKS / group_blocks_per_segment(g);
     if k < 1 {
         1
     } else if k > MAX_FORMATTERS {
@@ -78,9 +74,20 @@ pub const KIND_SLICES: u32 = 3;
 /// A later block of a run of whole blocks (the first is `KIND_WHOLE`, its `freed` holding
 /// the run's length): no pointer starts in it.
 pub const KIND_RUN_TAIL: u32 = 4;
-/// A block of `RUN_CLASS` at the start of a segment that ends a multi-segment run (the run's
+/// A block of `RUN_GROUP` at the start of a segment that ends a multi-segment run (the run's
 /// head segment records how many).
 pub const KIND_LARGE_TAIL: u32 = 5;
+/// Bits of the kind word that hold the kind; the class a `KIND_SLICES` or `KIND_PACKED`
+/// block serves is above them.
+pub const KIND_MASK: u32 = 0xff;
+/// Shift of the class in the kind word.
+pub const KIND_CLASS_SHIFT: u32 = 8;
+
+/// Kind and class of a kind word.
+#[inline(always)]
+pub const fn kind_parts(word: u32) -> (u32, usize) {
+    (word & KIND_MASK, (word >> KIND_CLASS_SHIFT) as usize)
+}
 
 /// Metadata of one block slot.
 #[repr(C)]
@@ -88,7 +95,8 @@ pub struct BlockMeta {
     /// Slices given back since the block was installed; for a block handed out whole
     /// (`KIND_WHOLE`), the number of blocks in its run (1 for a single block).
     pub freed: Atom32,
-    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED` or `KIND_RUN_TAIL`.
+    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED`, `KIND_RUN_TAIL` or
+    /// `KIND_LARGE_TAIL`, with (for slices and packed) the class above `KIND_CLASS_SHIFT`.
     pub kind: Atom32,
 }
 
@@ -108,11 +116,12 @@ impl BlockMeta {
         self.kind.store_relaxed(KIND_FREE);
     }
 
-    /// Prepares a block the caller owns to serve slices of `kind` (`KIND_SLICES` or
-    /// `KIND_PACKED`); the release swap that installs it in a slot publishes this.
-    pub fn install(&self, kind: u32) {
+    /// Prepares a block the caller owns to serve slices of class `c`, of `kind`
+    /// (`KIND_SLICES` or `KIND_PACKED`); the release swap that installs it in a slot publishes
+    /// this.
+    pub fn install(&self, kind: u32, c: usize) {
         // Relaxed: published by the installing swap (see slot_install).
-        self.kind.store_relaxed(kind);
+        self.kind.store_relaxed(kind | (c as u32) << KIND_CLASS_SHIFT);
         // Relaxed: as above.
         self.freed.store_relaxed(0);
     }
@@ -211,31 +220,31 @@ impl crate::heap::DeviceHeap {
         }
     }
 
-    /// Block tree of class `c`.
+    /// Block tree of group `g`.
     #[inline(always)]
-    pub(crate) fn block_tree(&self, c: usize) -> crate::veb::Veb<'_> {
+    pub(crate) fn block_tree(&self, g: usize) -> crate::veb::Veb<'_> {
         let l = self.layout().block_tree;
-        let off = self.layout().block_tree_off + c as u64 * l.total_words as u64 * 8;
-        // SAFETY: the layout reserved NUM_CLASSES trees of `total_words` words from
-        // `block_tree_off`, and c < NUM_CLASSES.
+        let off = self.layout().block_tree_off + g as u64 * l.total_words as u64 * 8;
+        // SAFETY: the layout reserved NUM_GROUPS trees of `total_words` words from
+        // `block_tree_off`, and g < NUM_GROUPS.
         let w = unsafe { crate::atomic::words(self.meta + off, l.total_words as usize) };
         crate::veb::Veb::new(w, l)
     }
 
-    /// Address of block `gid` of class `c`.
+    /// Address of block `gid` of group `g`.
     #[inline(always)]
-    pub(crate) fn block_addr(&self, c: usize, gid: u64) -> u64 {
+    pub(crate) fn block_addr(&self, g: usize, gid: u64) -> u64 {
         let (seg, local) = split_gid(gid);
-        self.mem + ((seg as u64) << crate::SEGMENT_SHIFT) + local as u64 * block_bytes(c)
+        self.mem + ((seg as u64) << crate::SEGMENT_SHIFT) + ((local as u64) << group_block_shift(g))
     }
 
-    /// Per-class lock word held while one thread formats segments for the class, and the
+    /// Per-group lock word held while one thread formats segments for the group, and the
     /// count of claimers waiting for it.
     #[inline(always)]
-    fn format_lock(&self, c: usize) -> (&Atom32, &Atom32) {
-        // SAFETY: the layout reserved 2 * NUM_CLASSES words at format_lock_off.
-        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_CLASSES) };
-        (&w[2 * c], &w[2 * c + 1])
+    fn format_lock(&self, g: usize) -> (&Atom32, &Atom32) {
+        // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
+        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_GROUPS) };
+        (&w[2 * g], &w[2 * g + 1])
     }
 
     /// Enters the class's formatter semaphore if fewer than `max` formatters are in.
@@ -246,51 +255,51 @@ impl crate::heap::DeviceHeap {
         v < max && lock.cas_acq_rel(v, v + 1).is_ok()
     }
 
-    /// Takes a block from the tree of class `c` and counts it out of its segment.
-    fn claim_from_tree(&self, c: usize) -> Option<u64> {
+    /// Takes a block from the tree of group `g` and counts it out of its segment.
+    fn claim_from_tree(&self, g: usize) -> Option<u64> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
-        let gid = self.block_tree(c).claim_spread(0, spread)?;
+        let gid = self.block_tree(g).claim_spread(0, spread)?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
         Some(gid)
     }
 
-    /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
+    /// Takes a free block of group `g`, formatting a fresh segment when the group has none.
     /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
     /// means that the class's tree and the segment tree were both seen empty (or, after
     /// `FORMAT_WAIT_NS`, that another thread's format never ended).
     #[inline(never)]
-    pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        // At most `formatters(c)` threads format segments for a class at once, so that a
+    pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {
+        // At most `formatters(g)` threads format segments for a group at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
-        // need. A class with one block per segment formats directly: nothing to share.
-        let bps = blocks_per_segment(c);
+        // need. A group with one block per segment formats directly: nothing to share.
+        let bps = group_blocks_per_segment(g);
         let locked = bps > 1;
-        let (lock, waiters) = self.format_lock(c);
+        let (lock, waiters) = self.format_lock(g);
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         let mut waiting = false;
         let mut got;
         loop {
-            got = self.claim_from_tree(c);
+            got = self.claim_from_tree(g);
             if got.is_some() {
                 break;
             }
-            if !locked || Self::enter_format(lock, formatters(c)) {
-                got = if locked { self.claim_from_tree(c) } else { None };
+            if !locked || Self::enter_format(lock, formatters(g)) {
+                got = if locked { self.claim_from_tree(g) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
                     let segs = if locked {
-                        want.div_ceil(bps * formatters(c)).clamp(1, MAX_FORMAT_BATCH)
+                        want.div_ceil(bps * formatters(g)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
                         1
                     };
                     for i in 0..segs {
                         let Some(seg) = self.seg_tree().claim_from(0) else { break };
-                        self.format_segment(seg as u32, c, (i == 0) as u32);
+                        self.format_segment(seg as u32, g, (i == 0) as u32);
                         if i == 0 {
                             got = Some(gid_of(seg as u32, 0));
                         }
@@ -300,11 +309,11 @@ impl crate::heap::DeviceHeap {
                     // Release: our inserts happen-before the next formatter's entry.
                     lock.fetch_sub_acq_rel(1);
                 }
-                got = got.or_else(|| self.claim_from_tree(c));
+                got = got.or_else(|| self.claim_from_tree(g));
                 // Out of memory only when both trees are empty; a claim that lost its races
                 // to other claimers tries again.
                 if got.is_some()
-                    || (self.seg_tree().successor(0).is_none() && self.block_tree(c).successor(0).is_none())
+                    || (self.seg_tree().successor(0).is_none() && self.block_tree(g).successor(0).is_none())
                 {
                     break;
                 }
@@ -325,35 +334,35 @@ impl crate::heap::DeviceHeap {
         got
     }
 
-    /// Takes `k` (1..=blocks_per_segment(c)) contiguous free blocks of class `c`, in one
-    /// segment (a class's tree never holds the ids between two segments' blocks), formatting a
+    /// Takes `k` (1..=group_blocks_per_segment(g)) contiguous free blocks of group `g`, in one
+    /// segment (a group's tree never holds the ids between two segments' blocks), formatting a
     /// fresh segment when its tree has no such run; returns the first. The blocks are parked;
     /// the caller marks them.
     #[inline(never)]
-    pub(crate) fn claim_block_run(&self, c: usize, k: u32) -> Option<u64> {
+    pub(crate) fn claim_block_run(&self, g: usize, k: u32) -> Option<u64> {
         if k == 1 {
-            return self.claim_block(c);
+            return self.claim_block(g);
         }
-        if let Some(gid) = self.block_tree(c).claim_run(k as u64) {
+        if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
             // AcqRel: as in claim_from_tree.
             self.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
             return Some(gid);
         }
         let seg = self.seg_tree().claim_from(0)? as u32;
-        self.format_segment(seg, c, k);
+        self.format_segment(seg, g, k);
         Some(gid_of(seg, 0))
     }
 
-    /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back
+    /// Returns block `gid` of group `g` to its tree; the last block of a segment to come back
     /// returns the segment to the segment tree.
     #[inline(never)]
-    pub(crate) fn release_block(&self, c: usize, gid: u64) {
+    pub(crate) fn release_block(&self, g: usize, gid: u64) {
         let seg = split_gid(gid).0;
-        self.block_tree(c).insert(gid);
+        self.block_tree(g).insert(gid);
         // AcqRel: after the insert, so a reclaimer that sees zero also sees our bit.
         let old = self.seg_out(seg).fetch_sub_acq_rel(1);
         if old & crate::segment::OUT_COUNT_MASK == 1 {
-            self.try_reclaim(seg, c);
+            self.try_reclaim(seg, g);
         }
     }
 }

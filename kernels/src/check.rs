@@ -12,7 +12,7 @@
 //! tell), so detection covers frees while the slice is not handed out.
 
 use crate::atomic::Atom64;
-use crate::block::{block_bytes, slice_bytes, MIN_SLICE_SHIFT};
+use crate::block::{group_block_bytes, slice_bytes, MIN_SLICE_SHIFT};
 use crate::heap::DeviceHeap;
 
 /// Bits in a bitmap word.
@@ -102,9 +102,9 @@ impl DeviceHeap {
         first && old & (1u64 << pos) != 0
     }
 
-    /// Set bits in block `local` (of class `c`) of segment `seg` (the validator's live count).
-    pub(crate) fn marked_in_block(&self, seg: u32, local: u32, c: usize) -> u32 {
-        let units = block_bytes(c) >> MIN_SLICE_SHIFT;
+    /// Set bits in block `local` (of group `g`) of segment `seg` (the validator's live count).
+    pub(crate) fn marked_in_block(&self, seg: u32, local: u32, g: usize) -> u32 {
+        let units = group_block_bytes(g) >> MIN_SLICE_SHIFT;
         let (start, end) = (local as u64 * units, (local as u64 + 1) * units);
         let mut n = 0;
         let mut w = start / WORD_BITS;

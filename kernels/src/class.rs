@@ -6,15 +6,17 @@
 //! `size + 15` bytes below 64 B and at most `1.25 * size` from 64 B up (the next class is at
 //! most a quarter larger than the previous one, which is smaller than `size`).
 //!
-//! A block of class `c` holds `slices_per_block(c)` slices: 4096 up to 256-byte slices (blocks
-//! of 64 KiB .. 1 MiB), then the largest power of two that keeps the block within
-//! `BLOCK_TARGET_BYTES` (1 MiB), at least one. A segment holds
-//! `blocks_per_segment(c) = floor(16 MiB / block_bytes(c))` blocks from its start; what is left
-//! at its end (less than one block, at most 6.25% of the segment for slice classes) is unused.
-//! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path); larger
-//! classes (up to `MAX_CLASS_BYTES`, 4 MiB), one slice per block, are handed out as whole
-//! blocks. Requests above that and up to a segment take a run of `block_run_len(size)`
-//! contiguous 1 MiB blocks of `RUN_CLASS` in one segment: less than 1 MiB (25% of 4 MiB) over.
+//! Classes share segments by group: group `g` holds the classes of sizes in
+//! `(8 << g, 16 << g]` (one doubling: one class for 16 and 32 B, two for 48..64 B, then four),
+//! so sizes of 16 B .. 4 KiB use 9 groups. A segment formatted for a group is cut into blocks
+//! of `group_block_bytes(g)` (a power of two: 4096 of the group's largest slices up to 1 MiB
+//! blocks, then 1 MiB, then four of the largest slices), so a pointer's block is a shift; each
+//! block serves one class, recorded in its metadata when it is installed, and holds
+//! `slices_per_block(c) = floor(block / slice)` slices (what is left at the block's end is
+//! less than one slice: at most 1/16 of the block up to 64 KiB slices).
+//! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
+//! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
+//! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
 //!
 //! Every size here is `m << e` with an odd `m` of 1, 3, 5 or 7, so dividing by one is a shift
 //! and a multiplication by a reciprocal of `m` ([`Divisor`]): `free` divides by no variable.
@@ -28,21 +30,23 @@ pub const MIN_SLICE_SHIFT: u32 = 4;
 pub const LINEAR_CLASSES: usize = 3;
 /// log2 of the classes per doubling from 64 B up.
 pub const SUB_CLASS_BITS: u32 = 2;
-/// Largest class: 4 MiB (four blocks per segment).
-pub const MAX_CLASS_BYTES: u64 = 4 << 20;
+/// Largest class (and largest slice): 1 MiB.
+pub const MAX_CLASS_BYTES: u64 = 1 << 20;
 /// Number of size classes (16 B .. `MAX_CLASS_BYTES`).
 pub const NUM_CLASSES: usize = class_of(MAX_CLASS_BYTES) + 1;
-/// Largest request served by slices (the warp-coalesced path); the classes above it hand out
-/// whole blocks of one slice.
-pub const MAX_SLICE_BYTES: u64 = 1 << 20;
-/// Most slices in a block (small classes).
-pub const MAX_SLICES_PER_BLOCK: u32 = 4096;
-/// Blocks of classes with more than 256-byte slices are at most this large, so that a
-/// multiprocessor's current block holds little of a segment.
+/// Largest request served by slices (the warp-coalesced path).
+pub const MAX_SLICE_BYTES: u64 = MAX_CLASS_BYTES;
+/// Number of groups (segment formats): one per doubling of the slice size.
+pub const NUM_GROUPS: usize = group_of(NUM_CLASSES - 1) + 1;
+/// Most slices in a block (`GOT_BITS` in `heap.rs` must hold it).
+pub const MAX_SLICES_PER_BLOCK: u32 = 8192;
+/// Blocks of groups with 256 B .. 256 KiB slices are this large (smaller slices have 4096 to
+/// a block, larger ones four): so that a multiprocessor's current block holds little of a
+/// segment.
 pub const BLOCK_TARGET_BYTES: u64 = 1 << 20;
-/// Global block ids are `segment << BLOCK_ID_SHIFT | block in segment` for every class.
+/// Global block ids are `segment << BLOCK_ID_SHIFT | block in segment` for every group.
 pub const BLOCK_ID_SHIFT: u32 = 8;
-/// Bound on the blocks of a segment of any class (16-byte slices: 256 blocks of 64 KiB); the
+/// Bound on the blocks of a segment of any group (16-byte slices: 256 blocks of 64 KiB); the
 /// stride of per-segment block metadata and of block ids.
 pub const MAX_BLOCKS_PER_SEGMENT: u32 = 1 << BLOCK_ID_SHIFT;
 
@@ -93,41 +97,55 @@ pub const fn ceil_log2(size: u64) -> u32 {
     }
 }
 
-/// log2 of the slices in a block of class `c`.
+/// The group (segment format) of class `c`: sizes in `(8 << g, 16 << g]`.
 #[inline(always)]
-pub const fn slices_per_block_shift(c: usize) -> u32 {
-    let max = MAX_SLICES_PER_BLOCK.trailing_zeros();
+pub const fn group_of(c: usize) -> usize {
+    (ceil_log2(slice_bytes(c)) - MIN_SLICE_SHIFT) as usize
+}
+
+/// log2 of the block size of group `g`: 4096 of its largest slices, at most 1 MiB, and at
+/// least four of its largest slices.
+#[inline(always)]
+pub const fn group_block_shift(g: usize) -> u32 {
+    let k = g as u32 + MIN_SLICE_SHIFT;
     let target = BLOCK_TARGET_BYTES.trailing_zeros();
-    let l = ceil_log2(slice_bytes(c));
-    if l + max <= target {
-        max
+    let small = k + 12;
+    let large = if k + 2 > target { k + 2 } else { target };
+    if small < large {
+        small
     } else {
-        target.saturating_sub(l)
+        large
     }
 }
 
-/// Slices in a block of class `c` (a power of two, 1..=4096).
+/// Bytes of a block of group `g`.
+#[inline(always)]
+pub const fn group_block_bytes(g: usize) -> u64 {
+    1 << group_block_shift(g)
+}
+
+/// Blocks in a segment of group `g` (they tile it).
+#[inline(always)]
+pub const fn group_blocks_per_segment(g: usize) -> u32 {
+    1 << (SEGMENT_BYTES.trailing_zeros() - group_block_shift(g))
+}
+
+/// Slices in a block of class `c`: floor(block / slice), by the class's reciprocal.
 #[inline(always)]
 pub const fn slices_per_block(c: usize) -> u32 {
-    1 << slices_per_block_shift(c)
+    slice_divisor(c).div(group_block_bytes(group_of(c))) as u32
 }
 
-/// Bytes of one block of class `c`.
+/// Bytes of a block of class `c` (its group's).
 #[inline(always)]
 pub const fn block_bytes(c: usize) -> u64 {
-    slice_bytes(c) << slices_per_block_shift(c)
+    group_block_bytes(group_of(c))
 }
 
-/// Blocks in a segment of class `c`: floor(16 MiB / block_bytes(c)), from the segment's start.
+/// Blocks in a segment of class `c`'s group.
 #[inline(always)]
 pub const fn blocks_per_segment(c: usize) -> u32 {
-    block_divisor(c).div(SEGMENT_BYTES) as u32
-}
-
-/// Whether class `c` serves slices (else its blocks, of one slice, are handed out whole).
-#[inline(always)]
-pub const fn is_slice_class(c: usize) -> bool {
-    slice_bytes(c) <= MAX_SLICE_BYTES
+    group_blocks_per_segment(group_of(c))
 }
 
 /// Largest dividend a [`Divisor`] divides exactly: `(x >> shift) * (t < 8) < 2^32` (see
@@ -177,14 +195,16 @@ impl Divisor {
     }
 }
 
-/// The class whose blocks (1 MiB, 16 to a segment) serve runs of whole blocks, for requests
-/// above `MAX_CLASS_BYTES` up to a segment.
-pub const RUN_CLASS: usize = class_of(BLOCK_TARGET_BYTES);
+/// Bytes of the blocks that runs of whole blocks are made of.
+pub const RUN_BLOCK_BYTES: u64 = 256 << 10;
+/// The group whose blocks (256 KiB, 64 to a segment) serve runs of whole blocks, for
+/// requests above `MAX_SLICE_BYTES` up to a segment, and the tails of multi-segment runs.
+pub const RUN_GROUP: usize = (RUN_BLOCK_BYTES.trailing_zeros() - 12 - MIN_SLICE_SHIFT) as usize;
 
-/// Blocks of `RUN_CLASS` in a run for `size` bytes (`MAX_CLASS_BYTES < size <= SEGMENT_BYTES`).
+/// Blocks of `RUN_GROUP` in a run for `size` bytes (`MAX_SLICE_BYTES < size <= SEGMENT_BYTES`).
 #[inline(always)]
 pub const fn block_run_len(size: u64) -> u32 {
-    ((size + BLOCK_TARGET_BYTES - 1) >> BLOCK_TARGET_BYTES.trailing_zeros()) as u32
+    ((size + RUN_BLOCK_BYTES - 1) >> RUN_BLOCK_BYTES.trailing_zeros()) as u32
 }
 
 /// Division by `slice_bytes(c)`.
@@ -192,13 +212,6 @@ pub const fn block_run_len(size: u64) -> u32 {
 pub const fn slice_divisor(c: usize) -> Divisor {
     let (m, e) = mant_exp(c);
     Divisor::new(m, e)
-}
-
-/// Division by `block_bytes(c)`.
-#[inline(always)]
-pub const fn block_divisor(c: usize) -> Divisor {
-    let (m, e) = mant_exp(c);
-    Divisor::new(m, e + slices_per_block_shift(c))
 }
 
 const fn check_table() {
@@ -209,23 +222,28 @@ const fn check_table() {
         assert!(class_of(s) == c, "a class's own size maps to it");
         assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
         assert!(slice_divisor(c).value() == s);
-        assert!(block_divisor(c).value() == block_bytes(c));
-        assert!(blocks_per_segment(c) as u64 == SEGMENT_BYTES / block_bytes(c));
-        assert!(blocks_per_segment(c) >= 1 && blocks_per_segment(c) <= MAX_BLOCKS_PER_SEGMENT);
-        assert!(slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
+        let g = group_of(c);
+        assert!(s > (8 << g) && s <= (16 << g), "group g holds sizes in (8 << g, 16 << g]");
+        assert!(slices_per_block(c) as u64 == block_bytes(c) / s);
+        assert!(slices_per_block(c) >= 4 && slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
         c += 1;
     }
+    let mut g = 0;
+    while g < NUM_GROUPS {
+        let n = group_blocks_per_segment(g);
+        assert!(n >= 1 && n <= MAX_BLOCKS_PER_SEGMENT);
+        assert!(n as u64 * group_block_bytes(g) == SEGMENT_BYTES);
+        g += 1;
+    }
     assert!(slice_bytes(NUM_CLASSES - 1) == MAX_CLASS_BYTES);
-    assert!(is_slice_class(class_of(MAX_SLICE_BYTES)) && !is_slice_class(class_of(MAX_SLICE_BYTES) + 1));
-    assert!(blocks_per_segment(0) == MAX_BLOCKS_PER_SEGMENT);
-    // Runs: 1 MiB blocks tile a segment, and a run of them is less than 1 MiB over its size,
-    // at most 25% above MAX_CLASS_BYTES.
-    assert!(block_bytes(RUN_CLASS) == BLOCK_TARGET_BYTES && BLOCK_TARGET_BYTES.is_power_of_two());
-    assert!(blocks_per_segment(RUN_CLASS) as u64 * BLOCK_TARGET_BYTES == SEGMENT_BYTES);
+    assert!(group_blocks_per_segment(0) == MAX_BLOCKS_PER_SEGMENT);
+    // Runs: 256 KiB blocks tile a segment, and a run of them is less than 256 KiB over its
+    // size, at most 25% above MAX_SLICE_BYTES.
+    assert!(group_block_bytes(RUN_GROUP) == RUN_BLOCK_BYTES);
     // Magic numbers: ceil(2^32 / odd).
     assert!(Divisor::new(3, 0).magic == (1u64 << 32).div_ceil(3));
     assert!(Divisor::new(5, 0).magic == (1u64 << 32).div_ceil(5));
     assert!(Divisor::new(7, 0).magic == (1u64 << 32).div_ceil(7));
 }
 const _: () = check_table();
-const _: () = assert!(BLOCK_TARGET_BYTES * 4 <= MAX_CLASS_BYTES, "runs of 1 MiB blocks are within 25%");
+const _: () = assert!(RUN_BLOCK_BYTES * 4 <= MAX_SLICE_BYTES, "runs of blocks are within 25%");

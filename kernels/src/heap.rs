@@ -5,11 +5,11 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    block_bytes, block_class, blocks_per_segment, gid_of, slice_bytes, slice_class, split_gid, KIND_FREE,
-    KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES,
-    MAX_SLICE_BYTES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes, slice_class,
+    slices_per_block, split_gid, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
+    MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES, NUM_GROUPS,
 };
-use crate::class::{block_divisor, block_run_len, class_of, slice_divisor, RUN_CLASS};
+use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUP};
 use crate::segment::{seg_kind, SegFlags, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
@@ -94,11 +94,11 @@ pub struct HeapLayout {
     pub checks: u32,
     pub _reserved: u32,
     pub seg_tree: VebLayout,
-    /// Layout of each class's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
-    /// ids, of which a class uses `blocks_per_segment(c)` per segment).
+    /// Layout of each group's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
+    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment).
     pub block_tree: VebLayout,
     pub seg_tree_off: u64,
-    /// The block trees of classes 0, 1, ... one after another.
+    /// The block trees of groups 0, 1, ... one after another.
     pub block_tree_off: u64,
     pub table_off: u64,
     pub seg_out_off: u64,
@@ -129,7 +129,7 @@ impl HeapLayout {
         off += seg_tree.total_words as u64 * 8;
         let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
         let block_tree_off = off;
-        off += NUM_CLASSES as u64 * block_tree.total_words as u64 * 8;
+        off += NUM_GROUPS as u64 * block_tree.total_words as u64 * 8;
         let table_off = off;
         off += align8(n * 4);
         let seg_out_off = off;
@@ -143,7 +143,7 @@ impl HeapLayout {
         let current_off = off;
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let format_lock_off = off;
-        off += align8(2 * NUM_CLASSES as u64 * 4);
+        off += align8(2 * NUM_GROUPS as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
         let sweep_off = off;
@@ -370,10 +370,8 @@ impl DeviceHeap {
             core::ptr::null_mut()
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_slice(slice_class(size))
-        } else if size <= MAX_CLASS_BYTES {
-            self.malloc_whole(block_class(size), 1)
         } else if size <= SEGMENT_BYTES {
-            self.malloc_whole(RUN_CLASS, block_run_len(size))
+            self.malloc_whole(RUN_GROUP, block_run_len(size))
         } else {
             self.malloc_large(size)
         }
@@ -620,13 +618,16 @@ impl DeviceHeap {
     #[inline(always)]
     fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
         let off = addr - self.mem;
-        ((off >> SEGMENT_SHIFT) as u32, block_divisor(c).div(off & (SEGMENT_BYTES - 1)) as u32)
+        (
+            (off >> SEGMENT_SHIFT) as u32,
+            ((off & (SEGMENT_BYTES - 1)) >> group_block_shift(group_of(c))) as u32,
+        )
     }
 
-    /// A run of `k` whole blocks of class `c` in one segment (one block when `k == 1`).
+    /// A run of `k` whole blocks of group `g` in one segment (one block when `k == 1`).
     #[inline(never)]
-    fn malloc_whole(&self, c: usize, k: u32) -> *mut u8 {
-        let Some(gid) = self.retry_after_reclaim(|| self.claim_block_run(c, k)) else {
+    fn malloc_whole(&self, g: usize, k: u32) -> *mut u8 {
+        let Some(gid) = self.retry_after_reclaim(|| self.claim_block_run(g, k)) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
@@ -647,7 +648,7 @@ impl DeviceHeap {
         if table.load_relaxed() & SegFlags::HAS_WHOLE.bits() == 0 {
             table.fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
         }
-        self.block_addr(c, gid) as usize as *mut u8
+        self.block_addr(g, gid) as usize as *mut u8
     }
 
     /// A run of whole segments.
@@ -686,23 +687,31 @@ impl DeviceHeap {
             return;
         }
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
-                // No division by a variable: multiply-high by the class's reciprocals.
-                let local = block_divisor(c).div(in_seg) as u32;
-                let in_block = in_seg - local as u64 * block_bytes(c);
-                let slice_rem = in_block - slice_divisor(c).div(in_block) * slice_bytes(c);
-                // Only a block-aligned pointer in a segment that handed out whole blocks can be
-                // one (or its second free, which finds the block parked). Relaxed: as in
-                // `locate`; a second free happens-after the first, so it reads its kind or a
-                // later one.
-                let kind = || self.block_meta(seg, local).kind.load_relaxed();
-                if local >= blocks_per_segment(c) || slice_rem != 0 {
-                    // Past the segment's last block, or inside a slice.
-                    self.bump(counter::INVALID_FREE);
-                } else if has_whole && in_block == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
-                    self.free_block(seg, local, c);
-                } else {
-                    self.free_slices_coalesced(seg, local, c, ptr as usize as u64, has_whole);
+            Some((seg, in_seg, SegKind::Group(g), _)) => {
+                // The block by a shift (a group's blocks are a power of two), the class from
+                // the block's metadata. Relaxed: as in `locate` (the slice's malloc acquired
+                // the install that wrote it); a second free happens-after the first, so it
+                // reads its kind or a later one.
+                let local = (in_seg >> group_block_shift(g)) as u32;
+                let in_block = in_seg & (group_block_bytes(g) - 1);
+                let (kind, c) = kind_parts(self.block_meta(seg, local).kind.load_relaxed());
+                match kind {
+                    KIND_SLICES | KIND_PACKED if c < NUM_CLASSES => {
+                        // No division by a variable: multiply-high by the class's reciprocal.
+                        let index = slice_divisor(c).div(in_block);
+                        if index * slice_bytes(c) != in_block || index >= slices_per_block(c) as u64 {
+                            // Inside a slice, or past the block's last one.
+                            self.bump(counter::INVALID_FREE);
+                        } else {
+                            self.free_slices_coalesced(seg, local, c, ptr as usize as u64);
+                        }
+                    }
+                    // The start of a run of whole blocks (or its second free).
+                    KIND_WHOLE | KIND_FREE if in_block == 0 => self.free_block(seg, local, g),
+                    // A slice of a parked block: not handed out.
+                    KIND_FREE => self.bump(counter::DOUBLE_FREE),
+                    // Inside a run of whole blocks.
+                    _ => self.bump(counter::INVALID_FREE),
                 }
             }
             Some((seg, 0, SegKind::LargeHead, _)) => self.free_large(seg),
@@ -713,7 +722,7 @@ impl DeviceHeap {
     /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
     /// kind swap; the other (racing, or later: the block is parked) is counted.
     #[inline(never)]
-    fn free_block(&self, seg: u32, local: u32, c: usize) {
+    fn free_block(&self, seg: u32, local: u32, g: usize) {
         let meta = self.block_meta(seg, local);
         // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
         // kind, with the run length before it); the release inserts in release_block
@@ -728,16 +737,16 @@ impl DeviceHeap {
         meta.freed.store_relaxed(0);
         for i in 1..k {
             self.block_meta(seg, local + i).park();
-            self.release_block(c, gid_of(seg, local + i));
+            self.release_block(g, gid_of(seg, local + i));
         }
-        self.release_block(c, gid_of(seg, local));
+        self.release_block(g, gid_of(seg, local));
     }
 
     /// The lanes freeing slices of the same block give them back with one atomic. With
     /// checks, each lane first clears its slice's hand-out bit; lanes whose bit was already
     /// clear are counted as double frees and give nothing back.
     #[inline(always)]
-    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64, has_whole: bool) {
+    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
         let owned = !self.checking() || self.unmark_warp(peers, addr);
@@ -748,18 +757,6 @@ impl DeviceHeap {
         // cumulative over what the leader has observed.
         arch::syncwarp(peers);
         if arch::lane_id() == peers.trailing_zeros() {
-            // One check per group, and only in segments that hand out whole blocks: interior
-            // pointers of a whole block are not slices, and slices of a parked block are not
-            // handed out (a double free). Relaxed: as in `locate`.
-            if has_whole {
-                match self.block_meta(seg, local).kind.load_relaxed() {
-                    KIND_WHOLE | KIND_RUN_TAIL | KIND_LARGE_TAIL => {
-                        return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64)
-                    }
-                    KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
-                    _ => {}
-                }
-            }
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
@@ -774,20 +771,16 @@ impl DeviceHeap {
     /// or if it came from `malloc_packed` (whose sizes are not recorded).
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c), _)) => {
-                let local = block_divisor(c).div(in_seg) as u32;
-                if local >= blocks_per_segment(c) {
-                    return 0;
-                }
-                let meta = self.block_meta(seg, local);
+            Some((seg, in_seg, SegKind::Group(g), _)) => {
+                let meta = self.block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
                 // Acquire: pairs with the release that published the kind.
-                match meta.kind.load_acquire() {
+                match kind_parts(meta.kind.load_acquire()) {
                     // Relaxed: published by that release (the run length).
-                    KIND_WHOLE => block_bytes(c) * meta.freed.load_relaxed().max(1) as u64,
+                    (KIND_WHOLE, _) => group_block_bytes(g) * meta.freed.load_relaxed().max(1) as u64,
+                    (KIND_SLICES, c) if c < NUM_CLASSES => slice_bytes(c),
                     // A packed object's size is not recorded; a parked block hands out nothing,
                     // and no pointer starts in a run's later blocks.
-                    KIND_PACKED | KIND_FREE | KIND_RUN_TAIL | KIND_LARGE_TAIL => 0,
-                    _ => slice_bytes(c),
+                    _ => 0,
                 }
             }
             Some((seg, 0, SegKind::LargeHead, _)) => {
@@ -804,10 +797,9 @@ impl DeviceHeap {
     fn is_packed(&self, ptr: *const u8) -> bool {
         match self.locate(ptr as usize as u64) {
             // Acquire: as in usable_size.
-            Some((seg, in_seg, SegKind::Class(c), _)) => {
-                let local = block_divisor(c).div(in_seg) as u32;
-                local < blocks_per_segment(c)
-                    && self.block_meta(seg, local).kind.load_acquire() == KIND_PACKED
+            Some((seg, in_seg, SegKind::Group(g), _)) => {
+                let local = (in_seg >> group_block_shift(g)) as u32;
+                kind_parts(self.block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
             }
             _ => false,
         }
@@ -911,4 +903,4 @@ unsafe fn copy_words(src: *const u64, dst: *mut u64, n: u64) {
     }
 }
 
-const _: () = assert!(MAX_CLASS_BYTES <= SEGMENT_BYTES && MAX_SLICE_BYTES < MAX_CLASS_BYTES);
+const _: () = assert!(MAX_SLICE_BYTES < SEGMENT_BYTES);

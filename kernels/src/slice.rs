@@ -8,8 +8,8 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take, split_gid,
-    SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take,
+    split_gid, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::class::class_of;
 use crate::heap::DeviceHeap;
@@ -140,7 +140,7 @@ impl DeviceHeap {
             let _ = self.install_next(row, slot);
         }
         let c = row_class_kind(row).0;
-        (self.block_addr(c, gid) + start as u64 * slice_bytes(c), got)
+        (self.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
     }
 
     /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an
@@ -148,12 +148,12 @@ impl DeviceHeap {
     #[inline(never)]
     fn install_next(&self, row: usize, slot: &Atom64) -> bool {
         let (c, kind) = row_class_kind(row);
-        let Some(gid) = self.claim_block(c) else {
+        let Some(gid) = self.claim_block(group_of(c)) else {
             self.retire_slot(row, slot);
             return false;
         };
         let (seg, local) = split_gid(gid);
-        self.block_meta(seg, local).install(kind);
+        self.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
@@ -194,9 +194,9 @@ impl DeviceHeap {
     fn recycle(&self, seg: u32, local: u32) {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
         let entry = self.seg_table(seg).load_acquire();
-        if let SegKind::Class(c) = seg_kind(entry) {
+        if let SegKind::Group(g) = seg_kind(entry) {
             self.block_meta(seg, local).park();
-            self.release_block(c, gid_of(seg, local));
+            self.release_block(g, gid_of(seg, local));
         }
     }
 

@@ -216,7 +216,7 @@ fn empty_slot_elects_one_installer() {
 fn last_give_back_completes_the_block() {
     loom::model(|| {
         let m = Arc::new(BlockMeta::new_parked());
-        m.install(veballoc_kernels::block::KIND_SLICES);
+        m.install(veballoc_kernels::block::KIND_SLICES, 0);
         assert!(!m.give_back(PER_BLOCK - 3, PER_BLOCK));
         let hs: Vec<_> = [1u32, 2]
             .into_iter()
