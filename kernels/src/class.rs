@@ -1,7 +1,7 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
 //! Class sizes: 16, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, 192, 224,
-//! 256, 320, ...) up to `MAX_CLASS_BYTES` (4 MiB), 68 classes: class `c >= 3` has slices of
+//! 256, 320, ...) up to `MAX_CLASS_BYTES` (1 MiB), 60 classes: class `c >= 3` has slices of
 //! `(4 + (c - 3) % 4) << (4 + (c - 3) / 4)` bytes. So a request of `size` bytes gets at most
 //! `size + 15` bytes below 64 B and at most `1.25 * size` from 64 B up (the next class is at
 //! most a quarter larger than the previous one, which is smaller than `size`).
@@ -13,7 +13,7 @@
 //! blocks, then 1 MiB, then four of the largest slices), so a pointer's block is a shift; each
 //! block serves one class, recorded in its metadata when it is installed, and holds
 //! `slices_per_block(c) = floor(block / slice)` slices (what is left at the block's end is
-//! less than one slice: at most 1/16 of the block up to 64 KiB slices).
+//! less than one slice: at most 1/16 of the block up to 32 KiB slices, 1/8 above).
 //! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
 //! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
 //! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
