@@ -428,15 +428,21 @@ impl DeviceHeap {
     /// `FALLBACK_CLASSES` classes up. Returns the first slice, how many, and their class.
     #[inline(always)]
     pub(crate) fn take_group(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
-        match self.retry_after_reclaim(|| self.take_marked(c, n)) {
+        match self.take_marked(c, n) {
             Some((b, g)) => Some((b, g, c)),
-            None => self.take_larger(c, n),
+            None => self.take_group_after_none(c, n),
         }
     }
 
-    /// `take_group`'s fallback to larger classes (no sweep: the caller's has just run).
+    /// `take_group` once class `c` had nothing: after a reclaim sweep, class `c` again, then
+    /// the larger classes (kept out of line: the fast path stays small).
     #[inline(never)]
-    fn take_larger(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+    fn take_group_after_none(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+        if self.reclaim_before_null() {
+            if let Some((b, g)) = self.take_marked(c, n) {
+                return Some((b, g, c));
+            }
+        }
         let last = class_of(MAX_SLICE_BYTES).min(c + FALLBACK_CLASSES);
         (c + 1..=last).find_map(|up| self.take_marked(up, n).map(|(b, g)| (b, g, up)))
     }
