@@ -10,7 +10,7 @@ use crate::block::{
     MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUP};
-use crate::segment::{seg_kind, SegFlags, SegKind};
+use crate::segment::{seg_kind, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -648,12 +648,6 @@ impl DeviceHeap {
         meta.freed.store_relaxed(k);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
-        let table = self.seg_table(seg);
-        // Relaxed check, then AcqRel set: free reads the flag (after the user's own
-        // synchronisation with this malloc) to know it must check kinds in this segment.
-        if table.load_relaxed() & SegFlags::HAS_WHOLE.bits() == 0 {
-            table.fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
-        }
         self.block_addr(g, gid) as usize as *mut u8
     }
 
@@ -670,10 +664,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Where `p` lives: its segment, offset in it, what the segment holds, and whether it has
-    /// handed out whole blocks; `None` when `p` is not in the heap.
+    /// Where `p` lives: its segment, offset in it, and what the segment holds; `None` when
+    /// `p` is not in the heap.
     #[inline(always)]
-    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind, bool)> {
+    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind)> {
         if p < self.mem || p >= self.mem + self.capacity() {
             return None;
         }
@@ -682,7 +676,7 @@ impl DeviceHeap {
         // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
         // the caller's free happens-after that malloc; relaxed reads that write or a later one.
         let entry = self.seg_table(seg).load_relaxed();
-        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry), entry & SegFlags::HAS_WHOLE.bits() != 0))
+        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
     }
 
     /// Frees `ptr` (null is ignored). Pointers the heap never handed out are counted in
@@ -693,7 +687,7 @@ impl DeviceHeap {
             return;
         }
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Group(g), _)) => {
+            Some((seg, in_seg, SegKind::Group(g))) => {
                 // The block by a shift (a group's blocks are a power of two), the class from
                 // the block's metadata. Relaxed: as in `locate` (the slice's malloc acquired
                 // the install that wrote it); a second free happens-after the first, so it
@@ -720,7 +714,7 @@ impl DeviceHeap {
                     _ => self.bump(counter::INVALID_FREE),
                 }
             }
-            Some((seg, 0, SegKind::LargeHead, _)) => self.free_large(seg),
+            Some((seg, 0, SegKind::LargeHead)) => self.free_large(seg),
             _ => self.bump(counter::INVALID_FREE),
         }
     }
@@ -777,7 +771,7 @@ impl DeviceHeap {
     /// or if it came from `malloc_packed` (whose sizes are not recorded).
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Group(g), _)) => {
+            Some((seg, in_seg, SegKind::Group(g))) => {
                 let meta = self.block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
                 // Acquire: pairs with the release that published the kind.
                 match kind_parts(meta.kind.load_acquire()) {
@@ -789,7 +783,7 @@ impl DeviceHeap {
                     _ => 0,
                 }
             }
-            Some((seg, 0, SegKind::LargeHead, _)) => {
+            Some((seg, 0, SegKind::LargeHead)) => {
                 // Acquire: pairs with the release in claim_large.
                 let k = self.seg_run(seg).load_acquire();
                 // Relaxed: published by the same release.
@@ -803,7 +797,7 @@ impl DeviceHeap {
     fn is_packed(&self, ptr: *const u8) -> bool {
         match self.locate(ptr as usize as u64) {
             // Acquire: as in usable_size.
-            Some((seg, in_seg, SegKind::Group(g), _)) => {
+            Some((seg, in_seg, SegKind::Group(g))) => {
                 let local = (in_seg >> group_block_shift(g)) as u32;
                 kind_parts(self.block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
             }

@@ -18,8 +18,8 @@ bitflags::bitflags! {
         const LARGE = 1 << 9;
         /// A later segment of a multi-segment run.
         const LARGE_TAIL = 1 << 10;
-        /// Some block of this (formatted) segment was handed out whole since it was
-        /// formatted: only then does `free` need to read a block's kind.
+        /// Unused since `free` reads every block's kind (a block's class is in it); never set,
+        /// kept so that no other flag takes the bit.
         const HAS_WHOLE = 1 << 11;
         /// Owned by the host-side pool (`veballoc::Heap::alloc`): device `free` refuses it.
         const HOST = 1 << 12;
@@ -209,9 +209,6 @@ impl DeviceHeap {
                 self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
             }
             self.format_segment(ts, RUN_GROUP, tail);
-            // AcqRel: `free` of a pointer into the tail blocks must check their kind (as for
-            // whole blocks: see DeviceHeap::free); published with the head below.
-            self.seg_table(ts).fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
         }
         // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
         self.seg_table(s).store_release(SegFlags::LARGE.bits());
