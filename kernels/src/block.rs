@@ -268,7 +268,7 @@ impl crate::heap::DeviceHeap {
 
     /// Takes a free block of group `g`, formatting a fresh segment when the group has none.
     /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
-    /// means that the class's tree and the segment tree were both seen empty (or, after
+    /// means that the group's tree and the segment tree were both seen empty (or, after
     /// `FORMAT_WAIT_NS`, that another thread's format never ended).
     #[inline(never)]
     pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {

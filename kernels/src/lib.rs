@@ -3,7 +3,7 @@
 //! tests, loom models, and host-side statistics over a copy of the device metadata.
 //!
 //! Layers, one file each: `veb` (the trees), `segment` (16 MiB segments and their table),
-//! `class` (size classes and their geometry), `block` (blocks of slices, per-class trees), `slice` (warp-coalesced slice hand-out),
+//! `class` (size classes and their geometry), `block` (blocks of slices, per-group trees), `slice` (warp-coalesced slice hand-out),
 //! `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
 //! `atomic` is the one atomics shim.
 #![no_std]
