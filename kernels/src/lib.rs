@@ -3,8 +3,8 @@
 //! tests, loom models, and host-side statistics over a copy of the device metadata.
 //!
 //! Layers, one file each: `veb` (the trees), `segment` (16 MiB segments and their table),
-//! `class` (size classes and their geometry), `block` (blocks of slices, per-group trees), `slice` (warp-coalesced slice hand-out),
-//! `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
+//! `class` (size classes and their geometry), `block` (blocks of slices, per-group trees),
+//! `slice` (warp-coalesced slice hand-out), `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
 //! `atomic` is the one atomics shim.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
