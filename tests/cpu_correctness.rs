@@ -5,6 +5,9 @@ use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, Stats};
 
+/// A request served by a whole block (above the largest slice): a 2 MiB block of one slice.
+const WHOLE: u64 = 2 << 20;
+
 fn stats(h: &DeviceHeap) -> Stats {
     h.validate().unwrap_or_else(|e| panic!("heap inconsistent: {e:?}"))
 }
@@ -18,8 +21,8 @@ fn whole_block_double_free_without_checks_is_counted_and_harmless() {
     let cpu = CpuHeap::with_checks(4, 1, false);
     let h = cpu.heap();
     assert!(!h.checking());
-    let keep = h.malloc(8192); // keeps the segment formatted for the class
-    let p = h.malloc(8192);
+    let keep = h.malloc(WHOLE); // keeps the segment formatted for the class
+    let p = h.malloc(WHOLE);
     assert!(!p.is_null() && !keep.is_null());
     h.free(p);
     h.free(p);
@@ -28,7 +31,7 @@ fn whole_block_double_free_without_checks_is_counted_and_harmless() {
     // Every later whole block is distinct from the live one and from each other.
     let mut got = vec![keep as u64];
     for _ in 0..300 {
-        let q = h.malloc(8192);
+        let q = h.malloc(WHOLE);
         if q.is_null() {
             break;
         }
@@ -47,12 +50,12 @@ fn whole_block_double_free_without_checks_is_counted_and_harmless() {
 fn free_into_a_parked_block_without_checks_is_counted() {
     let cpu = CpuHeap::with_checks(4, 1, false);
     let h = cpu.heap();
-    let keep = h.malloc(8192);
-    let p = h.malloc(8192);
+    let keep = h.malloc(WHOLE);
+    let p = h.malloc(WHOLE);
     h.free(p);
     // SAFETY: pointer arithmetic only; the heap never dereferences it.
     let inside = unsafe { p.add(4096) };
-    h.free(inside); // a slice-aligned pointer into the parked block
+    h.free(inside); // a pointer into the parked block
     let bad =
         h.counter(counter::DOUBLE_FREE).load_acquire() + h.counter(counter::INVALID_FREE).load_acquire();
     assert_eq!(bad, 1, "a free into a parked block is counted");
@@ -89,13 +92,13 @@ fn modules_built_with_other_checks_are_refused() {
     assert_eq!(veballoc::ptx_checks(".version 7.0\n.target sm_80\n"), None);
 }
 
-/// Issue 9.1: four shards each allocate and free one 4 KiB slice. Each one's current block is
-/// a whole segment (4096 slices of 4 KiB), so the four segments stay pinned with 0 live bytes;
-/// `malloc(16)` used to get null until the host called `trim`.
+/// Issue 9.1: four shards each allocate and free one 4 KiB slice. Their current blocks keep
+/// the heap's one segment formatted for 4 KiB slices with 0 live bytes; `malloc(16)` used to
+/// get null until the host called `trim`.
 #[test]
 fn current_blocks_of_other_shards_do_not_pin_the_heap() {
     use veballoc::kernels::arch::set_host_thread_index;
-    let cpu = CpuHeap::with_checks(4, 4, false);
+    let cpu = CpuHeap::with_checks(1, 4, false);
     let h = cpu.heap();
     for shard in 0..4 {
         set_host_thread_index(shard);

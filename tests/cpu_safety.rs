@@ -159,8 +159,10 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
         assert_eq!(h.usable_size(ptrs[0]), 0);
         assert!(h.realloc(ptrs[0], 2048).is_null());
     }
-    let blocks: u64 =
-        block_units.iter().map(|u| u.div_ceil(veballoc::kernels::SLICES_PER_BLOCK as u64)).sum();
+    let per_block = |i: usize| {
+        veballoc::kernels::block::slices_per_block(veballoc::kernels::slice::PACKED_CLASSES[i]) as u64
+    };
+    let blocks: u64 = block_units.iter().enumerate().map(|(i, u)| u.div_ceil(per_block(i))).sum();
     assert!(
         split_runs <= blocks,
         "warps split only at block ends ({split_runs} split warps, {blocks} blocks)"
@@ -188,9 +190,9 @@ fn collective_calls_on_the_host_serve_one_thread() {
     let h = cpu.heap();
     let (a, b) = (h.malloc_warp(100), h.malloc_block(100));
     assert!(!a.is_null() && !b.is_null() && a != b);
-    assert_eq!((h.usable_size(a), h.usable_size(b)), (128, 128));
-    let big = h.malloc_block(10_000); // above a slice: an ordinary malloc (a whole 64 KiB block)
-    assert_eq!(h.usable_size(big), 65536);
+    assert_eq!((h.usable_size(a), h.usable_size(b)), (112, 112));
+    let big = h.malloc_block(10_000); // a 10240-byte slice (classes are four per doubling)
+    assert_eq!(h.usable_size(big), 10240);
     for p in [a, b, big] {
         h.free(p);
     }
@@ -215,6 +217,7 @@ fn size_strategy() -> impl Strategy<Value = u64> {
     prop_oneof![
         8 => 1u64..=4096,
         3 => 4097u64..=(1 << 20),
+        1 => ((1 << 20) + 1)..=SEGMENT_BYTES,
         1 => (SEGMENT_BYTES + 1)..=(2 * SEGMENT_BYTES),
     ]
 }

@@ -98,8 +98,8 @@ fn gpu_every_size_and_mixed_1m_threads() {
     let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
-    for c in 0..9 {
-        alloc_write_verify_free(&gpu, &heap, n, slice_bytes(c), None);
+    for size in (4..=12).map(|l| 1u64 << l) {
+        alloc_write_verify_free(&gpu, &heap, n, size, None);
     }
     for seed in 0..3 {
         alloc_write_verify_free(&gpu, &heap, n, 0, Some(&mixed_sizes(n, seed)));

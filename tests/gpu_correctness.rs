@@ -160,8 +160,8 @@ fn free_all(gpu: &Gpu, heap: &Heap, ptrs: &[u64]) {
 
 /// Issue 9.1 / 10.2: requests that exactly fill the heap all succeed, whatever the
 /// multiprocessors' current blocks hold (slices left in other shards' blocks are taken, and
-/// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (every block a whole
-/// segment), and 2^20 x 16 B in one segment.
+/// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (blocks of 1 MiB, 16
+/// to a segment, none left over), and 2^20 x 16 B in one segment.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
@@ -182,8 +182,8 @@ fn gpu_requests_that_exactly_fill_the_heap_all_succeed() {
 }
 
 /// Issue 9.1: a kernel in which every thread allocates and frees 4 KiB leaves each
-/// multiprocessor's current block (a whole 16 MiB segment for 4 KiB slices) pinned with
-/// nothing live. With no host trim, a request for the whole heap must still succeed: it
+/// multiprocessor's current block (1 MiB of 4 KiB slices; a whole 16 MiB segment before the
+/// finer classes) pinned with nothing live. With no host trim, a request for the whole heap must still succeed: it
 /// used to get null until the host called `trim`.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
@@ -201,4 +201,47 @@ fn gpu_current_blocks_do_not_pin_the_heap() {
     free_all(&gpu, &heap, &all);
     let s = heap.stats().unwrap();
     assert_eq!(s.bytes_in_use, 0, "{s:?}");
+}
+
+/// Issue 9.2 / 9.3: requests between 4 KiB and 1 MiB take slices of their class (the
+/// warp-coalesced path), not a 64 KiB block each: 2^18 x 8 KiB fill a 2 GiB heap exactly (8 KiB
+/// blocks leave nothing at a segment's end) with no null, where 2^18 x 64 KiB blocks used to
+/// overflow an 8 GiB heap; and 65536 requests of 4097, 6000, 10000, 40000 and 70000 B each get
+/// a slice within 25% of the size asked, with no null. Prints the time of each kernel (with
+/// its copy back) and the address range handed out over the bytes asked.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_mid_sizes_take_slices_of_their_class() {
+    use veballoc::kernels::block::{class_of, slice_bytes};
+    let gpu = gpu();
+    let cases = [(8192u64, 1u64 << 18, 2u64 << 30), (4097, 65536, 8 << 30), (6000, 65536, 8 << 30)];
+    let more = [10_000u64, 40_000, 70_000].map(|s| (s, 65536, 8 << 30));
+    for (size, n, heap_bytes) in cases.into_iter().chain(more) {
+        let heap = Heap::new(&gpu, heap_bytes).unwrap();
+        let usable = slice_bytes(class_of(size));
+        assert!(usable * 4 <= size * 5);
+        let t0 = std::time::Instant::now();
+        let ptrs = malloc_n(&gpu, &heap, n, size);
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        let nulls = ptrs.iter().filter(|&&p| p == 0).count();
+        assert_eq!(nulls, 0, "{n} x {size} B in {} MiB: {nulls} nulls", heap_bytes >> 20);
+        let mut sorted = ptrs.clone();
+        sorted.sort();
+        for w in sorted.windows(2) {
+            assert!(w[0] + usable <= w[1], "{size} B: slices overlap");
+        }
+        let s = heap.stats().unwrap();
+        assert_eq!(s.bytes_in_use, n * usable, "{size} B: {s:?}");
+        let range = sorted[sorted.len() - 1] + usable - sorted[0];
+        println!(
+            "{n} x {size} B: {ms:.2} ms (with the copy back), slices of {usable} B, range / asked {:.3}x",
+            range as f64 / (n * size) as f64
+        );
+        free_all(&gpu, &heap, &ptrs);
+        heap.trim().unwrap();
+        let s = heap.stats().unwrap();
+        assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{s:?}");
+        assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
+        heap.destroy().unwrap();
+    }
 }

@@ -3,11 +3,13 @@
 //! collections take it as their allocator: `Vec::new_in(heap)`, `Box::new_in(x, heap)`,
 //! `BTreeMap::new_in(heap)` (with `alloc`), in kernels and in the CPU model alike.
 //!
-//! Every power-of-two alignment is honoured: up to 16 bytes by any slice; above that, the
-//! request is rounded up to a power of two at least the alignment, which the heap places at a
-//! multiple of its own size from the heap's base (slices within blocks, blocks within
-//! segments, runs at segment starts), and the result is checked against the alignment asked
-//! (a heap whose base is less aligned than that reports an error instead). Zero-sized
+//! Every power-of-two alignment up to a segment (16 MiB) is honoured: up to 16 bytes by any
+//! slice; up to the largest slice (1 MiB), the request is rounded up to a power of two at least
+//! the alignment, a slice class whose slices lie at multiples of their size from the heap's
+//! base; above that, the request asks for more than a segment, which starts at a segment
+//! boundary (requests of 1..16 MiB are runs of 256 KiB blocks, aligned to 256 KiB only). The
+//! result is checked against the alignment asked: a heap whose base is less aligned, or an
+//! alignment above 16 MiB, gives an error, never a misaligned pointer. Zero-sized
 //! requests never reach the heap. Out of memory is an `AllocError`, so `try_reserve` and
 //! `Box::try_new_in` see it; the infallible APIs call `handle_alloc_error`.
 //!
@@ -23,7 +25,9 @@ use core::alloc::{AllocError, Allocator};
 #[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
 use core::ptr::NonNull;
 
+use crate::class::MAX_SLICE_BYTES;
 use crate::heap::DeviceHeap;
+use crate::SEGMENT_BYTES;
 
 /// Alignment every allocation of the heap has (its smallest slice).
 pub const MIN_ALIGN: usize = 16;
@@ -32,12 +36,15 @@ impl DeviceHeap {
     /// Bytes to ask `malloc` for so that the result can be aligned to `layout.align()`.
     #[inline(always)]
     fn request_for(layout: Layout) -> u64 {
-        let size = layout.size() as u64;
-        if layout.align() <= MIN_ALIGN {
+        let (size, align) = (layout.size() as u64, layout.align() as u64);
+        if align <= MIN_ALIGN as u64 {
             size
+        } else if align <= MAX_SLICE_BYTES {
+            // A power-of-two slice lies at a multiple of its size (from the base).
+            size.max(align).next_power_of_two()
         } else {
-            // The heap puts a power-of-two request at a multiple of its size (from the base).
-            size.max(layout.align() as u64).next_power_of_two()
+            // Runs of 1..16 MiB are only 256 KiB-aligned; more than a segment starts at one.
+            size.max(SEGMENT_BYTES + MIN_ALIGN as u64)
         }
     }
 

@@ -1,98 +1,55 @@
-//! Blocks: a segment formatted for size class `c` is cut into blocks of 4096 slices of
-//! `16 << c` bytes. Each class has its own vEB tree of free blocks; a block leaves its tree
-//! either to serve slices (installed as a "current" block, see `slice.rs`) or whole, for a
-//! request larger than a slice.
+//! Blocks: a segment formatted for group `g` (see `class.rs`) is cut into
+//! `group_blocks_per_segment(g)` blocks of `group_block_bytes(g)`; a block serves one class of
+//! its group at a time (`slices_per_block(c)` slices of `slice_bytes(c)`), or is handed out
+//! whole as part of a run. Each group has its own vEB tree of free blocks; a block leaves its
+//! tree either to serve slices (installed as a "current" block, see `slice.rs`) or whole.
 //!
 //! Per block there is one `BlockMeta`: `freed` (slices given back; the free that brings it to
-//! 4096 recycles the block) and `kind` (slices, whole, or packed). A block serving slices is
-//! "current" in one slot (see `slice.rs`): the slot word itself counts what the block has
-//! handed out, so a warp takes slices with one atomic add on the slot (see `slot_take`).
+//! the class's slices per block recycles the block) and `kind` (slices, whole, packed..., with
+//! the class it serves). A block serving slices is "current" in one slot (see `slice.rs`): the
+//! slot word itself counts what the block has handed out, so a warp takes slices with one
+//! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-use crate::{SEGMENT_BYTES, SLICES_PER_BLOCK};
 
-/// Number of slice (and block) size classes: 16 B .. 4 KiB slices.
-pub const NUM_CLASSES: usize = 9;
-/// log2 of the smallest slice.
-pub const MIN_SLICE_SHIFT: u32 = 4;
-/// Largest request served by a slice.
-pub const MAX_SLICE_BYTES: u64 = 1 << (MIN_SLICE_SHIFT + NUM_CLASSES as u32 - 1);
-/// Blocks per segment in class 0; the stride of per-segment block metadata.
-pub const MAX_BLOCKS_PER_SEGMENT: u32 = blocks_per_segment(0);
+pub use crate::class::{
+    block_bytes, blocks_per_segment, ceil_log2, class_of, group_block_bytes, group_block_shift,
+    group_blocks_per_segment, group_of, slice_bytes, slices_per_block, BLOCK_ID_SHIFT,
+    MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICE_BYTES, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS,
+};
 
-/// Bytes of one slice of class `c`.
+/// Global id of block `local` of segment `seg` (the same stride for every group, so that
+/// splitting an id is a shift; a group's tree holds only its `group_blocks_per_segment` ids of
+/// each segment).
 #[inline(always)]
-pub const fn slice_bytes(c: usize) -> u64 {
-    1 << (MIN_SLICE_SHIFT as usize + c)
-}
-/// Bytes of one block of class `c`.
-#[inline(always)]
-pub const fn block_bytes(c: usize) -> u64 {
-    SLICES_PER_BLOCK as u64 * slice_bytes(c)
-}
-/// Blocks in a segment of class `c`.
-#[inline(always)]
-pub const fn blocks_per_segment(c: usize) -> u32 {
-    (SEGMENT_BYTES / block_bytes(c)) as u32
-}
-/// log2 of the blocks in a segment of class `c`.
-#[inline(always)]
-pub const fn blocks_per_segment_shift(c: usize) -> u32 {
-    blocks_per_segment(c).trailing_zeros()
+pub const fn gid_of(seg: u32, local: u32) -> u64 {
+    ((seg as u64) << BLOCK_ID_SHIFT) | local as u64
 }
 
-/// Segment and block-within-segment of global block `gid` of class `c`.
+/// Segment and block-within-segment of global block `gid`.
 #[inline(always)]
-pub const fn split_gid(c: usize, gid: u64) -> (u32, u32) {
-    let shift = blocks_per_segment_shift(c);
-    ((gid >> shift) as u32, (gid & ((1 << shift) - 1)) as u32)
+pub const fn split_gid(gid: u64) -> (u32, u32) {
+    ((gid >> BLOCK_ID_SHIFT) as u32, (gid & (MAX_BLOCKS_PER_SEGMENT as u64 - 1)) as u32)
 }
 
-/// Smallest power of two >= `size`, as its log2 (`size` >= 1).
-#[inline(always)]
-pub const fn ceil_log2(size: u64) -> u32 {
-    if size <= 1 {
-        0
-    } else {
-        64 - (size - 1).leading_zeros()
-    }
-}
-
-/// Slice class for `1 <= size <= MAX_SLICE_BYTES`.
+/// Slice class for `1 <= size <= MAX_SLICE_BYTES` (see `class::class_of`).
 #[inline(always)]
 pub const fn slice_class(size: u64) -> usize {
-    let l = ceil_log2(size);
-    if l <= MIN_SLICE_SHIFT {
-        0
-    } else {
-        (l - MIN_SLICE_SHIFT) as usize
-    }
-}
-
-/// Block class (smallest block that holds it) for `MAX_SLICE_BYTES < size <= SEGMENT_BYTES`.
-#[inline(always)]
-pub const fn block_class(size: u64) -> usize {
-    let l = ceil_log2(size);
-    let base = ceil_log2(block_bytes(0));
-    if l <= base {
-        0
-    } else {
-        (l - base) as usize
-    }
+    class_of(size)
 }
 
 /// Threads that may format segments for one class at the same time, at most: more
 /// formatters clear a burst of claimers sooner, but each adds up to a segment of blocks
 /// nobody asked for yet (see `formatters`).
 pub const MAX_FORMATTERS: u32 = 4;
-/// Blocks that concurrent formatting may put in a class's tree at once: caps the formatters
+/// Blocks that concurrent formatting may put in a group's tree at once: caps the formatters
 /// of many-block classes (one for 16-64 B slices, whose segments hold 64-256 blocks).
 pub const FORMAT_BURST_BLOCKS: u32 = 64;
 
-/// Concurrent formatters for class `c`.
+/// Concurrent formatters for group `g`.
 #[inline(always)]
-pub const fn formatters(c: usize) -> u32 {
-    let k = FORMAT_BURST_BLOCKS / blocks_per_segment(c);
+pub const fn formatters(g: usize) -> u32 {
+    let k = FORMAT_BURST_BLOCKS / group_blocks_per_segment(g);
     if k < 1 {
         1
     } else if k > MAX_FORMATTERS {
@@ -114,13 +71,32 @@ pub const KIND_WHOLE: u32 = 1;
 pub const KIND_PACKED: u32 = 2;
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 3;
+/// A later block of a run of whole blocks (the first is `KIND_WHOLE`, its `freed` holding
+/// the run's length): no pointer starts in it.
+pub const KIND_RUN_TAIL: u32 = 4;
+/// A block of `RUN_GROUP` at the start of a segment that ends a multi-segment run (the run's
+/// head segment records how many).
+pub const KIND_LARGE_TAIL: u32 = 5;
+/// Bits of the kind word that hold the kind; the class a `KIND_SLICES` or `KIND_PACKED`
+/// block serves is above them.
+pub const KIND_MASK: u32 = 0xff;
+/// Shift of the class in the kind word.
+pub const KIND_CLASS_SHIFT: u32 = 8;
+
+/// Kind and class of a kind word.
+#[inline(always)]
+pub const fn kind_parts(word: u32) -> (u32, usize) {
+    (word & KIND_MASK, (word >> KIND_CLASS_SHIFT) as usize)
+}
 
 /// Metadata of one block slot.
 #[repr(C)]
 pub struct BlockMeta {
-    /// Slices given back since the block was installed.
+    /// Slices given back since the block was installed; for a block handed out whole
+    /// (`KIND_WHOLE`), the number of blocks in its run (1 for a single block).
     pub freed: Atom32,
-    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE` or `KIND_PACKED`.
+    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED`, `KIND_RUN_TAIL` or
+    /// `KIND_LARGE_TAIL`, with (for slices and packed) the class above `KIND_CLASS_SHIFT`.
     pub kind: Atom32,
 }
 
@@ -140,22 +116,23 @@ impl BlockMeta {
         self.kind.store_relaxed(KIND_FREE);
     }
 
-    /// Prepares a block the caller owns to serve slices of `kind` (`KIND_SLICES` or
-    /// `KIND_PACKED`); the release swap that installs it in a slot publishes this.
-    pub fn install(&self, kind: u32) {
+    /// Prepares a block the caller owns to serve slices of class `c`, of `kind`
+    /// (`KIND_SLICES` or `KIND_PACKED`); the release swap that installs it in a slot publishes
+    /// this.
+    pub fn install(&self, kind: u32, c: usize) {
         // Relaxed: published by the installing swap (see slot_install).
-        self.kind.store_relaxed(kind);
+        self.kind.store_relaxed(kind | (c as u32) << KIND_CLASS_SHIFT);
         // Relaxed: as above.
         self.freed.store_relaxed(0);
     }
 
-    /// Gives back `k` slices; true when this made all 4096 free (the caller then owns the
-    /// block and must recycle it).
+    /// Gives back `k` slices of a block of `per_block` slices; true when this made all of
+    /// them free (the caller then owns the block and must recycle it).
     #[inline(always)]
-    pub fn give_back(&self, k: u32) -> bool {
+    pub fn give_back(&self, k: u32, per_block: u32) -> bool {
         // Release: our use of the slices happens-before whoever recycles the block.
         let old = self.freed.fetch_add_release(k);
-        if old + k != SLICES_PER_BLOCK {
+        if old + k != per_block {
             return false;
         }
         // Acquire (fence): the last giver synchronises with every earlier release in the
@@ -191,22 +168,20 @@ pub enum SlotTake {
     Empty { elected: bool },
 }
 
-/// Takes up to `n` slices (1..=4096) from the block in `slot`: one atomic, which also tells
-/// which block it was, so no stale read of the slot can hand out a recycled block.
+/// Takes up to `n` slices (1..=4096) from the block in `slot`, whose blocks hold `per_block`
+/// slices: one atomic, which also tells which block it was, so no stale read of the slot can
+/// hand out a recycled block.
 #[inline(always)]
-pub fn slot_take(slot: &Atom64, n: u32) -> SlotTake {
+pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
     // Acquire: reads-from the installer's release swap (or a later add in its release
     // sequence), so the block's reset happens-before our use of its slices.
     let old = slot.fetch_add_acquire(n as u64);
     match slot_parts(old) {
         (None, count) => SlotTake::Empty { elected: count == 0 },
-        (Some(_), count) if count >= SLICES_PER_BLOCK => SlotTake::Full,
-        (Some(gid), start) => SlotTake::Fresh {
-            gid,
-            start,
-            got: n.min(SLICES_PER_BLOCK - start),
-            exhausted: start + n >= SLICES_PER_BLOCK,
-        },
+        (Some(_), count) if count >= per_block => SlotTake::Full,
+        (Some(gid), start) => {
+            SlotTake::Fresh { gid, start, got: n.min(per_block - start), exhausted: start + n >= per_block }
+        }
     }
 }
 
@@ -221,12 +196,12 @@ pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
 
 /// Empties `slot`; returns its block and how many slices the block had handed out (the
 /// caller gives the rest back). Safe while others take: their adds land before (counted) or
-/// after (they see an empty slot).
+/// after (they see an empty slot). `per_block`: the slices of the slot's blocks.
 #[inline(always)]
-pub fn slot_retire(slot: &Atom64) -> Option<(u64, u32)> {
+pub fn slot_retire(slot: &Atom64, per_block: u32) -> Option<(u64, u32)> {
     // AcqRel: totally ordered with the takers' adds on the same word.
     match slot_parts(slot.swap_acq_rel(0)) {
-        (Some(gid), count) => Some((gid, count.min(SLICES_PER_BLOCK))),
+        (Some(gid), count) => Some((gid, count.min(per_block))),
         (None, _) => None,
     }
 }
@@ -245,30 +220,31 @@ impl crate::heap::DeviceHeap {
         }
     }
 
-    /// Block tree of class `c`.
+    /// Block tree of group `g`.
     #[inline(always)]
-    pub(crate) fn block_tree(&self, c: usize) -> crate::veb::Veb<'_> {
-        let l = self.layout().block_tree[c];
-        // SAFETY: the layout reserved `total_words` words at this offset.
-        let w = unsafe {
-            crate::atomic::words(self.meta + self.layout().block_tree_off[c], l.total_words as usize)
-        };
+    pub(crate) fn block_tree(&self, g: usize) -> crate::veb::Veb<'_> {
+        let l = self.layout().block_tree;
+        let off = self.layout().block_tree_off + g as u64 * l.total_words as u64 * 8;
+        // SAFETY: the layout reserved NUM_GROUPS trees of `total_words` words from
+        // `block_tree_off`, and g < NUM_GROUPS.
+        let w = unsafe { crate::atomic::words(self.meta + off, l.total_words as usize) };
         crate::veb::Veb::new(w, l)
     }
 
-    /// Address of block `gid` (global index within class `c`).
+    /// Address of block `gid` of group `g`.
     #[inline(always)]
-    pub(crate) fn block_addr(&self, c: usize, gid: u64) -> u64 {
-        self.mem + gid * block_bytes(c)
+    pub(crate) fn block_addr(&self, g: usize, gid: u64) -> u64 {
+        let (seg, local) = split_gid(gid);
+        self.mem + ((seg as u64) << crate::SEGMENT_SHIFT) + ((local as u64) << group_block_shift(g))
     }
 
-    /// Per-class lock word held while one thread formats segments for the class, and the
+    /// Per-group lock word held while one thread formats segments for the group, and the
     /// count of claimers waiting for it.
     #[inline(always)]
-    fn format_lock(&self, c: usize) -> (&Atom32, &Atom32) {
-        // SAFETY: the layout reserved 2 * NUM_CLASSES words at format_lock_off.
-        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_CLASSES) };
-        (&w[2 * c], &w[2 * c + 1])
+    fn format_lock(&self, g: usize) -> (&Atom32, &Atom32) {
+        // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
+        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_GROUPS) };
+        (&w[2 * g], &w[2 * g + 1])
     }
 
     /// Enters the class's formatter semaphore if fewer than `max` formatters are in.
@@ -279,56 +255,56 @@ impl crate::heap::DeviceHeap {
         v < max && lock.cas_acq_rel(v, v + 1).is_ok()
     }
 
-    /// Takes a block from the tree of class `c` and counts it out of its segment.
-    fn claim_from_tree(&self, c: usize) -> Option<u64> {
+    /// Takes a block from the tree of group `g` and counts it out of its segment.
+    fn claim_from_tree(&self, g: usize) -> Option<u64> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
         // One pass (no exactness check): claim_block retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
-        let gid = self.block_tree(c).try_claim_spread(0, spread)?;
+        let gid = self.block_tree(g).try_claim_spread(0, spread)?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.seg_out((gid >> blocks_per_segment_shift(c)) as u32).fetch_add_acq_rel(1);
+        self.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
         Some(gid)
     }
 
-    /// Takes a free block of class `c`, formatting a fresh segment when the class has none.
+    /// Takes a free block of group `g`, formatting a fresh segment when the group has none.
     /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
-    /// means that the class's tree and the segment tree were both seen empty (or, after
+    /// means that the group's tree and the segment tree were both seen empty (or, after
     /// `FORMAT_WAIT_NS`, that another thread's format never ended).
     #[inline(never)]
-    pub(crate) fn claim_block(&self, c: usize) -> Option<u64> {
-        // At most `formatters(c)` threads format segments for a class at once, so that a
+    pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {
+        // At most `formatters(g)` threads format segments for a group at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
-        // need. A class with one block per segment formats directly: nothing to share.
-        let bps = blocks_per_segment(c);
+        // need. A group with one block per segment formats directly: nothing to share.
+        let bps = group_blocks_per_segment(g);
         let locked = bps > 1;
-        let (lock, waiters) = self.format_lock(c);
+        let (lock, waiters) = self.format_lock(g);
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         let mut waiting = false;
         let mut got;
         loop {
-            got = self.claim_from_tree(c);
+            got = self.claim_from_tree(g);
             if got.is_some() {
                 break;
             }
-            if !locked || Self::enter_format(lock, formatters(c)) {
-                got = if locked { self.claim_from_tree(c) } else { None };
+            if !locked || Self::enter_format(lock, formatters(g)) {
+                got = if locked { self.claim_from_tree(g) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
                     let segs = if locked {
-                        want.div_ceil(bps * formatters(c)).clamp(1, MAX_FORMAT_BATCH)
+                        want.div_ceil(bps * formatters(g)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
                         1
                     };
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
                         let Some(seg) = self.seg_tree().try_claim_spread(0, 0) else { break };
-                        self.format_segment(seg as u32, c, i == 0);
+                        self.format_segment(seg as u32, g, (i == 0) as u32);
                         if i == 0 {
-                            got = Some(seg << blocks_per_segment_shift(c));
+                            got = Some(gid_of(seg as u32, 0));
                         }
                     }
                 }
@@ -336,12 +312,12 @@ impl crate::heap::DeviceHeap {
                     // Release: our inserts happen-before the next formatter's entry.
                     lock.fetch_sub_acq_rel(1);
                 }
-                got = got.or_else(|| self.claim_from_tree(c));
+                got = got.or_else(|| self.claim_from_tree(g));
                 // Out of memory only when both trees are empty by the exact searches (the
                 // one-pass claims above may miss an index for a moment); a claim that lost its
                 // races to other claimers, or missed, tries again.
                 if got.is_some()
-                    || (self.seg_tree().successor(0).is_none() && self.block_tree(c).successor(0).is_none())
+                    || (self.seg_tree().successor(0).is_none() && self.block_tree(g).successor(0).is_none())
                 {
                     break;
                 }
@@ -362,16 +338,35 @@ impl crate::heap::DeviceHeap {
         got
     }
 
-    /// Returns block `gid` of class `c` to its tree; the last block of a segment to come back
+    /// Takes `k` (1..=group_blocks_per_segment(g)) contiguous free blocks of group `g`, in one
+    /// segment (a group's tree never holds the ids between two segments' blocks), formatting a
+    /// fresh segment when its tree has no such run; returns the first. The blocks are parked;
+    /// the caller marks them.
+    #[inline(never)]
+    pub(crate) fn claim_block_run(&self, g: usize, k: u32) -> Option<u64> {
+        if k == 1 {
+            return self.claim_block(g);
+        }
+        if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
+            // AcqRel: as in claim_from_tree.
+            self.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+            return Some(gid);
+        }
+        let seg = self.seg_tree().claim_from(0)? as u32;
+        self.format_segment(seg, g, k);
+        Some(gid_of(seg, 0))
+    }
+
+    /// Returns block `gid` of group `g` to its tree; the last block of a segment to come back
     /// returns the segment to the segment tree.
     #[inline(never)]
-    pub(crate) fn release_block(&self, c: usize, gid: u64) {
-        let seg = (gid >> blocks_per_segment_shift(c)) as u32;
-        self.block_tree(c).insert(gid);
+    pub(crate) fn release_block(&self, g: usize, gid: u64) {
+        let seg = split_gid(gid).0;
+        self.block_tree(g).insert(gid);
         // AcqRel: after the insert, so a reclaimer that sees zero also sees our bit.
         let old = self.seg_out(seg).fetch_sub_acq_rel(1);
         if old & crate::segment::OUT_COUNT_MASK == 1 {
-            self.try_reclaim(seg, c);
+            self.try_reclaim(seg, g);
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Safety checks: a hand-out bitmap with one bit per slice (per 16-byte unit in class-0
-//! segments), set when the slice is handed out and cleared when it is freed. A `free` that
+//! Safety checks: a hand-out bitmap with one bit per 16-byte unit of the heap; a slice's bit
+//! is its first unit's (so the bitmap is the same for every class), set when the slice is
+//! handed out and cleared when it is freed. A `free` that
 //! finds its bit already clear is a double free, or names a slice of a live block that was
 //! never handed out: it is counted (`counter::DOUBLE_FREE`) and ignored, so the block's
 //! counts stay right. Pointers outside slices (out of range, misaligned, in free segments,
@@ -11,14 +12,13 @@
 //! tell), so detection covers frees while the slice is not handed out.
 
 use crate::atomic::Atom64;
-use crate::block::{MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT};
+use crate::block::{group_block_bytes, slice_bytes, MIN_SLICE_SHIFT};
 use crate::heap::DeviceHeap;
-use crate::SLICES_PER_BLOCK;
 
-/// Bitmap words per segment: one bit per slice of the smallest class.
-pub const BIT_WORDS_PER_SEGMENT: u64 = SLICES_PER_BLOCK as u64 * MAX_BLOCKS_PER_SEGMENT as u64 / 64;
-/// Bitmap words per block (of any class: every block has 4096 slices).
-pub const BIT_WORDS_PER_BLOCK: u64 = SLICES_PER_BLOCK as u64 / 64;
+/// Bits in a bitmap word.
+const WORD_BITS: u64 = 64;
+/// Bitmap words per segment: one bit per 16-byte unit.
+pub const BIT_WORDS_PER_SEGMENT: u64 = (crate::SEGMENT_BYTES >> MIN_SLICE_SHIFT) / WORD_BITS;
 
 impl DeviceHeap {
     /// Whether this heap runs the checks (compiled in and given a bitmap).
@@ -36,29 +36,41 @@ impl DeviceHeap {
         unsafe { &crate::atomic::words(base + w * 8, 1)[0] }
     }
 
-    /// Segment and bit index of the slice (of class `c`) at heap address `addr`.
+    /// Segment and bit index of the slice at heap address `addr` (its first 16-byte unit).
     #[inline(always)]
-    fn bit_of(&self, addr: u64, c: usize) -> (u32, u64) {
+    fn bit_of(&self, addr: u64) -> (u32, u64) {
         let off = addr - self.mem;
         let seg = (off >> crate::SEGMENT_SHIFT) as u32;
-        (seg, (off & (crate::SEGMENT_BYTES - 1)) >> (MIN_SLICE_SHIFT as usize + c))
+        (seg, (off & (crate::SEGMENT_BYTES - 1)) >> MIN_SLICE_SHIFT)
     }
 
     /// Marks `count` consecutive slices of class `c` starting at `addr` as handed out.
     /// Called by the thread that took them, before it passes the addresses on.
     #[inline(always)]
     pub(crate) fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
-        let (seg, first) = self.bit_of(addr, c);
-        let (mut bit, end) = (first, first + count as u64);
-        while bit < end {
-            let n = (64 - bit % 64).min(end - bit);
-            let mask = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << (bit % 64) };
-            // Relaxed: the bit is only read by the RMW of the slice's free, which happens
-            // after this malloc (the caller's synchronisation, or program order and the shuffle
-            // that follows this returning atomic), so it reads this value or a later one.
-            self.bit_word(seg, bit / 64).fetch_or_relaxed(mask);
-            bit += n;
+        let (seg, first) = self.bit_of(addr);
+        let stride = slice_bytes(c) >> MIN_SLICE_SHIFT;
+        let (mut word, mut mask) = (first / WORD_BITS, 0u64);
+        for i in 0..count as u64 {
+            let bit = first + i * stride;
+            if bit / WORD_BITS != word {
+                self.set_bits(seg, word, mask);
+                (word, mask) = (bit / WORD_BITS, 0);
+            }
+            mask |= 1 << (bit % WORD_BITS);
         }
+        if mask != 0 {
+            self.set_bits(seg, word, mask);
+        }
+    }
+
+    /// Sets `mask` in word `word` of segment `seg`'s bitmap.
+    #[inline(always)]
+    fn set_bits(&self, seg: u32, word: u64, mask: u64) {
+        // Relaxed: the bit is only read by the RMW of the slice's free, which happens
+        // after this malloc (the caller's synchronisation, or program order and the shuffle
+        // that follows this returning atomic), so it reads this value or a later one.
+        self.bit_word(seg, word).fetch_or_relaxed(mask);
     }
 
     /// Clears the hand-out bits of the slices that the lanes of `peers` (a warp's lanes
@@ -67,8 +79,8 @@ impl DeviceHeap {
     /// the old word. A lane owns its free if its bit was set and no lower lane of the warp
     /// frees the same slice.
     #[inline(always)]
-    pub(crate) fn unmark_warp(&self, peers: u32, addr: u64, c: usize) -> bool {
-        let (seg, bit) = self.bit_of(addr, c);
+    pub(crate) fn unmark_warp(&self, peers: u32, addr: u64) -> bool {
+        let (seg, bit) = self.bit_of(addr);
         let (word, pos) = (bit / 64, (bit % 64) as u32);
         let group = crate::arch::match_any_sync(peers, word as u32);
         let same_slice = crate::arch::match_any_sync(group, pos);
@@ -90,11 +102,20 @@ impl DeviceHeap {
         first && old & (1u64 << pos) != 0
     }
 
-    /// Set bits among block `local`'s 4096 (the validator's live count).
-    pub(crate) fn marked_in_block(&self, seg: u32, local: u32) -> u32 {
-        (0..BIT_WORDS_PER_BLOCK)
+    /// Set bits in block `local` (of group `g`) of segment `seg` (the validator's live count).
+    pub(crate) fn marked_in_block(&self, seg: u32, local: u32, g: usize) -> u32 {
+        let units = group_block_bytes(g) >> MIN_SLICE_SHIFT;
+        let (start, end) = (local as u64 * units, (local as u64 + 1) * units);
+        let mut n = 0;
+        let mut w = start / WORD_BITS;
+        while w * WORD_BITS < end {
+            let lo = (w * WORD_BITS).max(start) - w * WORD_BITS;
+            let hi = ((w + 1) * WORD_BITS).min(end) - w * WORD_BITS;
+            let mask = if hi - lo == WORD_BITS { u64::MAX } else { ((1u64 << (hi - lo)) - 1) << lo };
             // Relaxed: the validator runs on a quiescent heap.
-            .map(|w| self.bit_word(seg, local as u64 * BIT_WORDS_PER_BLOCK + w).load_relaxed().count_ones())
-            .sum()
+            n += (self.bit_word(seg, w).load_relaxed() & mask).count_ones();
+            w += 1;
+        }
+        n
     }
 }

@@ -86,12 +86,12 @@ impl CpuHeap {
                         !done[l] && sizes[l] != 0 && sizes[l] <= MAX_SLICE_BYTES && slice_class(sizes[l]) == c
                     })
                     .collect();
-                let taken = self.heap.take_marked(c, group.len() as u32);
+                let taken = self.heap.take_group(c, group.len() as u32);
                 for (rank, &l) in group.iter().enumerate() {
                     done[l] = true;
                     match taken {
-                        Some((base, got)) if (rank as u32) < got => {
-                            out[l] = (base + rank as u64 * slice_bytes(c)) as *mut u8
+                        Some((base, got, served)) if (rank as u32) < got => {
+                            out[l] = (base + rank as u64 * slice_bytes(served)) as *mut u8
                         }
                         Some(_) => next.push(l),
                         None => {}

@@ -5,10 +5,12 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    block_bytes, block_class, blocks_per_segment, blocks_per_segment_shift, slice_bytes, slice_class,
-    split_gid, KIND_FREE, KIND_PACKED, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes, slice_class,
+    slices_per_block, split_gid, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
+    MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES, NUM_GROUPS,
 };
-use crate::segment::{seg_kind, SegFlags, SegKind};
+use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUP};
+use crate::segment::{seg_kind, SegKind};
 use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
 use crate::veb::{full_word, word_position, VebLayout};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -42,9 +44,25 @@ pub const fn packed_band(units16: u32) -> usize {
 /// Largest request `malloc_packed` packs (the largest slice): a warp's run is at most 32 of
 /// these, 128 KiB, which the 256-byte unit packs in 512 units, an eighth of a block.
 pub const PACKED_MAX_BYTES: u64 = 4096;
+const _: () = {
+    let mut i = 0;
+    while i < PACKED_CLASSES.len() {
+        assert!(slice_bytes(PACKED_CLASSES[i]).is_power_of_two(), "packed units are powers of two");
+        i += 1;
+    }
+};
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
-/// block's rest and the next one's start cover any block of up to 4096 threads.
+/// block's rest and the next one's start cover any thread block of up to 4096 threads in
+/// classes of 4096 slices per block (up to 256-byte slices); with fewer slices per block, the
+/// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
+/// Larger classes a request may take a slice of when its own class has no room left (see
+/// `DeviceHeap::take_group`): two doublings, so at most 5x the size asked, and only when the
+/// alternative is null.
+pub const FALLBACK_CLASSES: usize = 8;
+/// Bits of the slice count in the word a group leader shares (the class served is above).
+const GOT_BITS: u32 = 16;
+const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
@@ -76,12 +94,17 @@ pub struct HeapLayout {
     pub checks: u32,
     pub _reserved: u32,
     pub seg_tree: VebLayout,
-    pub block_tree: [VebLayout; NUM_CLASSES],
+    /// Layout of each group's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
+    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment).
+    pub block_tree: VebLayout,
     pub seg_tree_off: u64,
-    pub block_tree_off: [u64; NUM_CLASSES],
+    /// The block trees of groups 0, 1, ... one after another.
+    pub block_tree_off: u64,
     pub table_off: u64,
     pub seg_out_off: u64,
     pub run_len_off: u64,
+    /// Per segment: tail blocks of the run that starts there (see `DeviceHeap::claim_large`).
+    pub run_tail_off: u64,
     pub blocks_off: u64,
     pub current_off: u64,
     pub format_lock_off: u64,
@@ -104,27 +127,23 @@ impl HeapLayout {
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
-        let mut block_tree = [VebLayout::new(0); NUM_CLASSES];
-        let mut block_tree_off = [0u64; NUM_CLASSES];
-        let mut c = 0;
-        while c < NUM_CLASSES {
-            block_tree[c] = VebLayout::new(n * blocks_per_segment(c) as u64);
-            block_tree_off[c] = off;
-            off += block_tree[c].total_words as u64 * 8;
-            c += 1;
-        }
+        let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
+        let block_tree_off = off;
+        off += NUM_GROUPS as u64 * block_tree.total_words as u64 * 8;
         let table_off = off;
         off += align8(n * 4);
         let seg_out_off = off;
         off += align8(n * 4);
         let run_len_off = off;
         off += align8(n * 4);
+        let run_tail_off = off;
+        off += align8(n * 4);
         let blocks_off = off;
         off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
         let current_off = off;
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let format_lock_off = off;
-        off += align8(2 * NUM_CLASSES as u64 * 4);
+        off += align8(2 * NUM_GROUPS as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
         let sweep_off = off;
@@ -145,6 +164,7 @@ impl HeapLayout {
             table_off,
             seg_out_off,
             run_len_off,
+            run_tail_off,
             blocks_off,
             current_off,
             format_lock_off,
@@ -191,12 +211,8 @@ impl HeapLayout {
         if VebLayout::try_new(n).is_none() {
             return None;
         }
-        let mut c = 0;
-        while c < NUM_CLASSES {
-            if VebLayout::try_new(n * blocks_per_segment(c) as u64).is_none() {
-                return None;
-            }
-            c += 1;
+        if VebLayout::try_new(n * MAX_BLOCKS_PER_SEGMENT as u64).is_none() {
+            return None;
         }
         Some(Self::new(num_segments, shards, checks))
     }
@@ -355,7 +371,7 @@ impl DeviceHeap {
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_slice(slice_class(size))
         } else if size <= SEGMENT_BYTES {
-            self.malloc_whole(block_class(size))
+            self.malloc_whole(RUN_GROUP, block_run_len(size))
         } else {
             self.malloc_large(size)
         }
@@ -381,26 +397,54 @@ impl DeviceHeap {
     fn serve_group(&self, c: usize, peers: u32) -> Option<*mut u8> {
         let leader = peers.trailing_zeros();
         let rank = (peers & arch::lanemask_lt()).count_ones();
+        // `got` and (above GOT_BITS) the class served, which one shuffle carries.
         let (mut base, mut got) = (0u64, 0u32);
         if arch::lane_id() == leader {
-            match self.retry_after_reclaim(|| self.take_marked(c, peers.count_ones())) {
-                Some((b, g)) => (base, got) = (b, g),
+            match self.take_group(c, peers.count_ones()) {
+                Some((b, g, served)) => (base, got) = (b, g | (served as u32) << GOT_BITS),
                 // Every lane of the group gets null: count requests, not groups.
                 None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
             }
         }
         let base = arch::shfl_sync_u64(peers, base, leader);
-        let got = arch::shfl_sync_u32(peers, got, leader);
+        let got_class = arch::shfl_sync_u32(peers, got, leader);
+        let (got, served) = (got_class & ((1 << GOT_BITS) - 1), (got_class >> GOT_BITS) as usize);
         // Orders the leader's acquire take before the peers' use of their slices: shuffles
         // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
         arch::syncwarp(peers);
         if got == 0 {
             Some(core::ptr::null_mut())
         } else if rank < got {
-            Some((base + rank as u64 * slice_bytes(c)) as usize as *mut u8)
+            Some((base + rank as u64 * slice_bytes(served)) as usize as *mut u8)
         } else {
             None
         }
+    }
+
+    /// Slices for a group of `n` threads that want class `c`: of class `c` (after a reclaim
+    /// sweep if there were none), or, when the heap has no room left for class `c` (no block
+    /// of it and no free segment: each class takes whole segments, so a small heap may hold
+    /// fewer classes than are asked for), of the next larger slice class that has some, up to
+    /// `FALLBACK_CLASSES` classes up. Returns the first slice, how many, and their class.
+    #[inline(always)]
+    pub(crate) fn take_group(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+        match self.take_marked(c, n) {
+            Some((b, g)) => Some((b, g, c)),
+            None => self.take_group_after_none(c, n),
+        }
+    }
+
+    /// `take_group` once class `c` had nothing: after a reclaim sweep, class `c` again, then
+    /// the larger classes (kept out of line: the fast path stays small).
+    #[inline(never)]
+    fn take_group_after_none(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+        if self.reclaim_before_null() {
+            if let Some((b, g)) = self.take_marked(c, n) {
+                return Some((b, g, c));
+            }
+        }
+        let last = class_of(MAX_SLICE_BYTES).min(c + FALLBACK_CLASSES);
+        (c + 1..=last).find_map(|up| self.take_marked(up, n).map(|(b, g)| (b, g, up)))
     }
 
     /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
@@ -429,7 +473,7 @@ impl DeviceHeap {
     /// `malloc_warp` without the check that the lanes' classes agree.
     ///
     /// # Safety
-    /// Every active lane that asks for 1..=4096 bytes must ask for a size of the same slice
+    /// Every active lane that asks for 1..=`MAX_SLICE_BYTES` bytes must ask for a size of the same slice
     /// class as every other such lane (the same size suffices). Otherwise a lane can get a
     /// slice smaller than it asked for, or one that overlaps another lane's.
     #[inline]
@@ -524,7 +568,9 @@ impl DeviceHeap {
             // The unit is the same for the whole warp (it depends on the warp's total only).
             let band = packed_band(total);
             let c = PACKED_CLASSES[band];
-            let units = size.div_ceil(slice_bytes(c)) as u32;
+            // Packed units are powers of two: a shift, not a division by a variable.
+            let unit_shift = slice_bytes(c).trailing_zeros();
+            let units = ((size + slice_bytes(c) - 1) >> unit_shift) as u32;
             if band > 0 {
                 (before, total) = warp_exclusive_sum(active, units);
             }
@@ -570,7 +616,7 @@ impl DeviceHeap {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
-            self.release_slices(seg, local, credit);
+            self.release_slices(seg, local, c, credit);
         }
     }
 
@@ -578,34 +624,38 @@ impl DeviceHeap {
     #[inline(always)]
     fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
         let off = addr - self.mem;
-        ((off >> SEGMENT_SHIFT) as u32, ((off & (SEGMENT_BYTES - 1)) / block_bytes(c)) as u32)
+        (
+            (off >> SEGMENT_SHIFT) as u32,
+            ((off & (SEGMENT_BYTES - 1)) >> group_block_shift(group_of(c))) as u32,
+        )
     }
 
-    /// A whole block of class `c`.
+    /// A run of `k` whole blocks of group `g` in one segment (one block when `k == 1`).
     #[inline(never)]
-    fn malloc_whole(&self, c: usize) -> *mut u8 {
-        let Some(gid) = self.retry_after_reclaim(|| self.claim_block(c)) else {
+    fn malloc_whole(&self, g: usize, k: u32) -> *mut u8 {
+        let Some(gid) = self.retry_after_reclaim(|| self.claim_block_run(g, k)) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
-        let (seg, local) = split_gid(c, gid);
+        let (seg, local) = split_gid(gid);
+        for i in 1..k {
+            // Release: the validator and `free` of a pointer into the run (after the user's
+            // own synchronisation with this malloc) read it.
+            self.block_meta(seg, local + i).kind.store_release(KIND_RUN_TAIL);
+        }
         let meta = self.block_meta(seg, local);
+        // Relaxed: published by the release store of the kind below.
+        meta.freed.store_relaxed(k);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
-        let table = self.seg_table(seg);
-        // Relaxed check, then AcqRel set: free reads the flag (after the user's own
-        // synchronisation with this malloc) to know it must check kinds in this segment.
-        if table.load_relaxed() & SegFlags::HAS_WHOLE.bits() == 0 {
-            table.fetch_or_acq_rel(SegFlags::HAS_WHOLE.bits());
-        }
-        self.block_addr(c, gid) as usize as *mut u8
+        self.block_addr(g, gid) as usize as *mut u8
     }
 
     /// A run of whole segments.
     #[inline(never)]
     fn malloc_large(&self, size: u64) -> *mut u8 {
-        let k = Self::segments_for(size);
-        match self.retry_after_reclaim(|| self.claim_large(k)) {
+        let (k, tail) = Self::run_for(size);
+        match self.retry_after_reclaim(|| self.claim_large(k, tail)) {
             Some(s) => self.segment_addr(s) as usize as *mut u8,
             None => {
                 self.bump(counter::OUT_OF_MEMORY);
@@ -614,10 +664,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Where `p` lives: its segment, offset in it, what the segment holds, and whether it has
-    /// handed out whole blocks; `None` when `p` is not in the heap.
+    /// Where `p` lives: its segment, offset in it, and what the segment holds; `None` when
+    /// `p` is not in the heap.
     #[inline(always)]
-    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind, bool)> {
+    fn locate(&self, p: u64) -> Option<(u32, u64, SegKind)> {
         if p < self.mem || p >= self.mem + self.capacity() {
             return None;
         }
@@ -626,7 +676,7 @@ impl DeviceHeap {
         // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
         // the caller's free happens-after that malloc; relaxed reads that write or a later one.
         let entry = self.seg_table(seg).load_relaxed();
-        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry), entry & SegFlags::HAS_WHOLE.bits() != 0))
+        Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
     }
 
     /// Frees `ptr` (null is ignored). Pointers the heap never handed out are counted in
@@ -637,47 +687,69 @@ impl DeviceHeap {
             return;
         }
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c), has_whole)) => {
-                let local = (in_seg / block_bytes(c)) as u32;
-                // Only a block-aligned pointer in a segment that handed out whole blocks can be
-                // one (or its second free, which finds the block parked). Relaxed: as in
-                // `locate`; a second free happens-after the first, so it reads its kind or a
-                // later one.
-                let kind = || self.block_meta(seg, local).kind.load_relaxed();
-                if has_whole && in_seg % block_bytes(c) == 0 && matches!(kind(), KIND_WHOLE | KIND_FREE) {
-                    self.free_block(seg, local, c);
-                } else if in_seg % slice_bytes(c) != 0 {
-                    self.bump(counter::INVALID_FREE);
-                } else {
-                    self.free_slices_coalesced(seg, local, c, ptr as usize as u64, has_whole);
+            Some((seg, in_seg, SegKind::Group(g))) => {
+                // The block by a shift (a group's blocks are a power of two), the class from
+                // the block's metadata. Relaxed: as in `locate` (the slice's malloc acquired
+                // the install that wrote it); a second free happens-after the first, so it
+                // reads its kind or a later one.
+                let local = (in_seg >> group_block_shift(g)) as u32;
+                let in_block = in_seg & (group_block_bytes(g) - 1);
+                let (kind, c) = kind_parts(self.block_meta(seg, local).kind.load_relaxed());
+                match kind {
+                    KIND_SLICES | KIND_PACKED if c < NUM_CLASSES => {
+                        // No division by a variable: multiply-high by the class's reciprocal.
+                        let index = slice_divisor(c).div(in_block);
+                        if index * slice_bytes(c) != in_block || index >= slices_per_block(c) as u64 {
+                            // Inside a slice, or past the block's last one.
+                            self.bump(counter::INVALID_FREE);
+                        } else {
+                            self.free_slices_coalesced(seg, local, c, ptr as usize as u64);
+                        }
+                    }
+                    // The start of a run of whole blocks (or its second free).
+                    KIND_WHOLE | KIND_FREE if in_block == 0 => self.free_block(seg, local, g),
+                    // A slice of a parked block: not handed out.
+                    KIND_FREE => self.bump(counter::DOUBLE_FREE),
+                    // Inside a run of whole blocks.
+                    _ => self.bump(counter::INVALID_FREE),
                 }
             }
-            Some((seg, 0, SegKind::LargeHead, _)) => self.free_large(seg),
+            Some((seg, 0, SegKind::LargeHead)) => self.free_large(seg),
             _ => self.bump(counter::INVALID_FREE),
         }
     }
 
-    /// Frees a whole block. Of two frees of it, only one gets past the kind swap; the other
-    /// (racing, or later: the block is parked) is counted.
+    /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
+    /// kind swap; the other (racing, or later: the block is parked) is counted.
     #[inline(never)]
-    fn free_block(&self, seg: u32, local: u32, c: usize) {
-        // AcqRel: decides between racing frees; the release insert in release_block
-        // publishes the new kind to the block's next owner.
-        if self.block_meta(seg, local).kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
+    fn free_block(&self, seg: u32, local: u32, g: usize) {
+        let meta = self.block_meta(seg, local);
+        // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
+        // kind, with the run length before it); the release inserts in release_block
+        // publish the new kinds to the blocks' next owners.
+        if meta.kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
             self.bump(counter::DOUBLE_FREE);
             return;
         }
-        self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
+        // Relaxed: ordered by the CAS above; the parked count is published by the release
+        // inserts below.
+        let k = meta.freed.load_relaxed().max(1);
+        meta.freed.store_relaxed(0);
+        for i in 1..k {
+            self.block_meta(seg, local + i).park();
+            self.release_block(g, gid_of(seg, local + i));
+        }
+        self.release_block(g, gid_of(seg, local));
     }
 
     /// The lanes freeing slices of the same block give them back with one atomic. With
     /// checks, each lane first clears its slice's hand-out bit; lanes whose bit was already
     /// clear are counted as double frees and give nothing back.
     #[inline(always)]
-    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64, has_whole: bool) {
+    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
-        let owned = !self.checking() || self.unmark_warp(peers, addr, c);
+        let owned = !self.checking() || self.unmark_warp(peers, addr);
         let owned_lanes = arch::ballot_sync(peers, owned);
         // Orders every peer's last access to its slice before the leader's release add below
         // (and so before the block's recycler): match.any and vote order no memory,
@@ -685,22 +757,12 @@ impl DeviceHeap {
         // cumulative over what the leader has observed.
         arch::syncwarp(peers);
         if arch::lane_id() == peers.trailing_zeros() {
-            // One check per group, and only in segments that hand out whole blocks: interior
-            // pointers of a whole block are not slices, and slices of a parked block are not
-            // handed out (a double free). Relaxed: as in `locate`.
-            if has_whole {
-                match self.block_meta(seg, local).kind.load_relaxed() {
-                    KIND_WHOLE => return self.bump_by(counter::INVALID_FREE, peers.count_ones() as u64),
-                    KIND_FREE => return self.bump_by(counter::DOUBLE_FREE, peers.count_ones() as u64),
-                    _ => {}
-                }
-            }
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
             if owned_lanes != 0 {
-                self.release_slices(seg, local, owned_lanes.count_ones());
+                self.release_slices(seg, local, c, owned_lanes.count_ones());
             }
         }
     }
@@ -709,17 +771,24 @@ impl DeviceHeap {
     /// or if it came from `malloc_packed` (whose sizes are not recorded).
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Class(c), _)) => {
+            Some((seg, in_seg, SegKind::Group(g))) => {
+                let meta = self.block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
                 // Acquire: pairs with the release that published the kind.
-                match self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() {
-                    KIND_WHOLE => block_bytes(c),
-                    // A packed object's size is not recorded; a parked block hands out nothing.
-                    KIND_PACKED | KIND_FREE => 0,
-                    _ => slice_bytes(c),
+                match kind_parts(meta.kind.load_acquire()) {
+                    // Relaxed: published by that release (the run length).
+                    (KIND_WHOLE, _) => group_block_bytes(g) * meta.freed.load_relaxed().max(1) as u64,
+                    (KIND_SLICES, c) if c < NUM_CLASSES => slice_bytes(c),
+                    // A packed object's size is not recorded; a parked block hands out nothing,
+                    // and no pointer starts in a run's later blocks.
+                    _ => 0,
                 }
             }
-            // Acquire: pairs with the release in claim_large.
-            Some((seg, 0, SegKind::LargeHead, _)) => self.seg_run(seg).load_acquire() as u64 * SEGMENT_BYTES,
+            Some((seg, 0, SegKind::LargeHead)) => {
+                // Acquire: pairs with the release in claim_large.
+                let k = self.seg_run(seg).load_acquire();
+                // Relaxed: published by the same release.
+                Self::run_bytes(k, self.seg_run_tail(seg).load_relaxed())
+            }
             _ => 0,
         }
     }
@@ -728,8 +797,9 @@ impl DeviceHeap {
     fn is_packed(&self, ptr: *const u8) -> bool {
         match self.locate(ptr as usize as u64) {
             // Acquire: as in usable_size.
-            Some((seg, in_seg, SegKind::Class(c), _)) => {
-                self.block_meta(seg, (in_seg / block_bytes(c)) as u32).kind.load_acquire() == KIND_PACKED
+            Some((seg, in_seg, SegKind::Group(g))) => {
+                let local = (in_seg >> group_block_shift(g)) as u32;
+                kind_parts(self.block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
             }
             _ => false,
         }
@@ -833,4 +903,4 @@ unsafe fn copy_words(src: *const u64, dst: *mut u64, n: u64) {
     }
 }
 
-const _: () = assert!(blocks_per_segment(NUM_CLASSES - 1) == 1);
+const _: () = assert!(MAX_SLICE_BYTES < SEGMENT_BYTES);

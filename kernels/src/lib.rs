@@ -3,8 +3,8 @@
 //! tests, loom models, and host-side statistics over a copy of the device metadata.
 //!
 //! Layers, one file each: `veb` (the trees), `segment` (16 MiB segments and their table),
-//! `block` (blocks of 4096 slices, per-class trees), `slice` (warp-coalesced slice hand-out),
-//! `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
+//! `class` (size classes and their geometry), `block` (blocks of slices, per-group trees),
+//! `slice` (warp-coalesced slice hand-out), `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
 //! `atomic` is the one atomics shim.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
@@ -15,6 +15,7 @@
 pub mod arch;
 pub mod atomic;
 pub mod block;
+pub mod class;
 pub mod veb;
 
 #[cfg(not(loom))]
@@ -44,8 +45,9 @@ pub mod entry;
 pub const SEGMENT_SHIFT: u32 = 24;
 /// Bytes in a segment: the unit of the segment tree and of multi-segment runs.
 pub const SEGMENT_BYTES: u64 = 1 << SEGMENT_SHIFT;
-/// Slices in every block, whatever its class.
-pub const SLICES_PER_BLOCK: u32 = 4096;
+/// Most slices in a block (classes up to 256-byte slices; larger ones have fewer, see
+/// `class::slices_per_block`).
+pub const SLICES_PER_BLOCK: u32 = class::MAX_SLICES_PER_BLOCK;
 /// Whether this build has the safety checks (double-free and foreign-pointer detection,
 /// see `check.rs`): the `checks` feature, on by default in debug builds. A heap uses them
 /// only if it was also created with the hand-out bitmap (`HeapLayout::checks`).

@@ -1,24 +1,25 @@
 //! Segments: the heap is an array of 16 MiB segments. The segment tree holds the free ones;
-//! a per-segment table says what each used segment holds (a slice/block class, or part of a
+//! a per-segment table says what each used segment holds (a group of size classes, or part of a
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::block::{blocks_per_segment, blocks_per_segment_shift, MAX_BLOCKS_PER_SEGMENT};
+use crate::block::{gid_of, group_blocks_per_segment, KIND_LARGE_TAIL, MAX_BLOCKS_PER_SEGMENT};
+use crate::class::{RUN_BLOCK_BYTES, RUN_GROUP};
 use crate::heap::DeviceHeap;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
 bitflags::bitflags! {
-    /// Flags of a segment-table entry; the low 8 bits hold the class. Zero means free.
+    /// Flags of a segment-table entry; the low 8 bits hold the group. Zero means free.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct SegFlags: u32 {
-        /// Formatted into blocks of the class in the low bits.
+        /// Formatted into blocks of the group in the low bits.
         const FORMATTED = 1 << 8;
         /// First segment of a multi-segment run (its length is in the run table).
         const LARGE = 1 << 9;
         /// A later segment of a multi-segment run.
         const LARGE_TAIL = 1 << 10;
-        /// Some block of this (formatted) segment was handed out whole since it was
-        /// formatted: only then does `free` need to read a block's kind.
+        /// Unused since `free` reads every block's kind (a block's class is in it); never set,
+        /// kept so that no other flag takes the bit.
         const HAS_WHOLE = 1 << 11;
         /// Owned by the host-side pool (`veballoc::Heap::alloc`): device `free` refuses it.
         const HOST = 1 << 12;
@@ -28,21 +29,22 @@ bitflags::bitflags! {
     }
 }
 
-/// Mask of the class bits of a table entry.
+/// Mask of the group bits of a table entry.
 pub const CLASS_MASK: u32 = 0xff;
-/// Bits of the "blocks out" word that count blocks taken from the class tree.
+/// Bits of the "blocks out" word that count blocks taken from the group tree.
 pub const OUT_COUNT_MASK: u32 = 0x7fff_ffff;
 /// Set in the "blocks out" word while one thread tries to take the segment back.
 pub const RECLAIMING: u32 = 1 << 31;
 /// Attempts to take an all-free segment back before leaving it formatted (still usable by
-/// its class; `trim`'s next pass or a later release tries again).
+/// its group; `trim`'s next pass or a later release tries again).
 pub const RECLAIM_RETRIES: u32 = 8;
 
 /// A decoded segment-table entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SegKind {
     Free,
-    Class(usize),
+    /// Formatted for a group (see `class::group_of`).
+    Group(usize),
     LargeHead,
     LargeTail,
     Host,
@@ -55,8 +57,8 @@ pub fn seg_kind(entry: u32) -> SegKind {
     let f = SegFlags::from_bits_retain(entry & !CLASS_MASK).difference(SegFlags::HAS_WHOLE);
     if entry == 0 {
         SegKind::Free
-    } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < crate::block::NUM_CLASSES {
-        SegKind::Class((entry & CLASS_MASK) as usize)
+    } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < crate::block::NUM_GROUPS {
+        SegKind::Group((entry & CLASS_MASK) as usize)
     } else if f == SegFlags::LARGE {
         SegKind::LargeHead
     } else if f == SegFlags::LARGE_TAIL {
@@ -105,45 +107,56 @@ impl DeviceHeap {
         self.seg_array(self.layout().run_len_off, seg)
     }
 
+    /// Blocks of `RUN_GROUP` at the start of the segment after the run that starts at `seg`
+    /// that belong to the run (its last, partial segment; 0: none).
+    #[inline(always)]
+    pub(crate) fn seg_run_tail(&self, seg: u32) -> &Atom32 {
+        self.seg_array(self.layout().run_tail_off, seg)
+    }
+
+    /// Bytes of the run that starts at `seg` (`k` whole segments and `t` tail blocks).
+    #[inline(always)]
+    pub(crate) fn run_bytes(k: u32, t: u32) -> u64 {
+        k as u64 * SEGMENT_BYTES + t as u64 * RUN_BLOCK_BYTES
+    }
+
     /// Address of segment `seg`.
     #[inline(always)]
     pub fn segment_addr(&self, seg: u32) -> u64 {
         self.mem + ((seg as u64) << SEGMENT_SHIFT)
     }
 
-    /// Formats the just-claimed segment `seg` for class `c`. With `keep_first`, its block 0
-    /// stays with the caller; every other block goes into the class tree.
+    /// Formats the just-claimed segment `seg` for group `g`. Its first `kept` blocks
+    /// stay with the caller; every other block goes into the group's tree.
     #[inline(never)]
-    pub(crate) fn format_segment(&self, seg: u32, c: usize, keep_first: bool) {
-        let bps = blocks_per_segment(c);
-        let kept = keep_first as u32;
+    pub(crate) fn format_segment(&self, seg: u32, g: usize, kept: u32) {
+        let bps = group_blocks_per_segment(g);
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.
         // Release: orders the metadata writes above before the entry; `free` reads the entry
         // only for pointers handed out after the tree inserts below, which also publish it.
-        self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | c as u32);
+        self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | g as u32);
         // Release: the kept block is out; ordered before the inserts so claimers count on.
         self.seg_out(seg).store_release(kept);
         if bps > kept {
-            let base = (seg as u64) << blocks_per_segment_shift(c);
-            self.block_tree(c).insert_range(base + kept as u64, (bps - kept) as u64);
+            self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
     }
 
-    /// Takes segment `seg` of class `c` back from its class once all its blocks are free.
+    /// Takes segment `seg` of group `g` back from its group once all its blocks are free.
     /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
     #[inline(never)]
-    pub(crate) fn try_reclaim(&self, seg: u32, c: usize) {
+    pub(crate) fn try_reclaim(&self, seg: u32, g: usize) {
         let out = self.seg_out(seg);
-        let bps = blocks_per_segment(c) as u64;
-        let base = (seg as u64) << blocks_per_segment_shift(c);
+        let bps = group_blocks_per_segment(g) as u64;
+        let base = gid_of(seg, 0);
         for _ in 0..RECLAIM_RETRIES {
             // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
             if out.cas_acq_rel(0, RECLAIMING).is_err() {
                 return;
             }
-            if self.block_tree(c).remove_range_exact(base, bps) {
+            if self.block_tree(g).remove_range_exact(base, bps) {
                 // We own every block of the segment now.
                 // Release: the entry is cleared before the segment becomes claimable.
                 self.seg_table(seg).store_release(0);
@@ -166,23 +179,36 @@ impl DeviceHeap {
     /// reclaim gave up). For `trim`.
     pub fn trim_segment(&self, seg: u32) {
         // Relaxed: a hint; try_reclaim decides under its flag.
-        if let SegKind::Class(c) = seg_kind(self.seg_table(seg).load_relaxed()) {
+        if let SegKind::Group(g) = seg_kind(self.seg_table(seg).load_relaxed()) {
             // Relaxed: as above.
             if self.seg_out(seg).load_relaxed() == 0 {
-                self.try_reclaim(seg, c);
+                self.try_reclaim(seg, g);
             }
         }
     }
 
-    /// Claims `k` contiguous segments for a request larger than a segment; returns the first.
+    /// Claims `k` contiguous segments for a request larger than a segment, and with
+    /// `tail > 0` the first `tail` 256 KiB blocks of the segment after them (formatted for
+    /// `RUN_GROUP`, its other blocks going to that group's tree); returns the first segment.
     #[inline(never)]
-    pub(crate) fn claim_large(&self, k: u64) -> Option<u32> {
-        let s = self.seg_tree().claim_run(k)? as u32;
+    pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
+        let s = self.seg_tree().claim_run(k + (tail > 0) as u64)? as u32;
         // Relaxed: published (with the head entry) by the release store below.
         self.seg_run(s).store_relaxed(k as u32);
+        // Relaxed: as above.
+        self.seg_run_tail(s).store_relaxed(tail);
         for t in 1..k as u32 {
             // Relaxed: as above.
             self.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
+        }
+        if tail > 0 {
+            let ts = s + k as u32;
+            for i in 0..tail {
+                // Relaxed: published by format_segment's release store of the table entry
+                // (and the head's below).
+                self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
+            }
+            self.format_segment(ts, RUN_GROUP, tail);
         }
         // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
         self.seg_table(s).store_release(SegFlags::LARGE.bits());
@@ -200,9 +226,17 @@ impl DeviceHeap {
         }
         // Relaxed: ordered by the acquire CAS above.
         let k = self.seg_run(s).load_relaxed();
+        // Relaxed: as above.
+        let tail = self.seg_run_tail(s).load_relaxed();
         for t in 1..k {
             // Relaxed: the release inserts below publish the cleared entries.
             self.seg_table(s + t).store_relaxed(0);
+        }
+        for i in 0..tail {
+            // The tail blocks go back to RUN_GROUP's tree like any freed block (the last
+            // block of their segment to come back returns the segment).
+            self.block_meta(s + k, i).park();
+            self.release_block(RUN_GROUP, gid_of(s + k, i));
         }
         self.seg_tree().insert_range(s as u64, k as u64);
     }
@@ -257,10 +291,16 @@ impl DeviceHeap {
         self.seg_tree().insert(seg as u64);
     }
 
-    /// Segments needed for `size` bytes.
-    pub(crate) fn segments_for(size: u64) -> u64 {
-        size.div_ceil(SEGMENT_BYTES)
+    /// Whole segments and tail blocks (of 256 KiB, in the next segment) of a run for `size`
+    /// bytes: less than 256 KiB over.
+    pub(crate) fn run_for(size: u64) -> (u64, u32) {
+        let (k, t) = (size >> SEGMENT_SHIFT, (size & (SEGMENT_BYTES - 1)).div_ceil(RUN_BLOCK_BYTES) as u32);
+        if t as u64 * RUN_BLOCK_BYTES == SEGMENT_BYTES {
+            (k + 1, 0)
+        } else {
+            (k, t)
+        }
     }
 }
 
-const _: () = assert!(MAX_BLOCKS_PER_SEGMENT == 256);
+const _: () = assert!(MAX_BLOCKS_PER_SEGMENT as u64 * crate::class::group_block_bytes(0) == SEGMENT_BYTES);

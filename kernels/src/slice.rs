@@ -3,22 +3,22 @@
 //! `slot_take`): one atomic add per warp both names the block and takes the slices. The warp
 //! whose add exhausts the block installs the next one; warps that find the slot full or empty
 //! wait for that (the first add on an empty slot elects its installer). Freed slices are
-//! counted per block; the 4096th free recycles it.
+//! counted per block; the free that completes the class's slices per block recycles it.
 
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    blocks_per_segment_shift, slice_bytes, slot_install, slot_parts, slot_retire, slot_take, split_gid,
-    SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take,
+    split_gid, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
+use crate::class::class_of;
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
-use crate::SLICES_PER_BLOCK;
 
 /// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
 /// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
 /// asks for, so that a block serves many warps whatever their sizes.
-pub const PACKED_CLASSES: [usize; 3] = [0, 2, 4];
+pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];
 /// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
 /// kept apart so that their hand-out stays warp-contiguous).
 pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
@@ -27,6 +27,9 @@ pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
 pub const fn packed_row(i: usize) -> usize {
     NUM_CLASSES + i
 }
+
+/// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
+const TRIM_BATCH: u32 = 8;
 
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
@@ -76,11 +79,12 @@ impl DeviceHeap {
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
         let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
+        let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
         let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
         loop {
-            match slot_take(slot, n) {
+            match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
                     return Some(self.took(row, slot, gid, start, got, exhausted))
                 }
@@ -105,13 +109,16 @@ impl DeviceHeap {
     /// had: without this, slices left in other shards' blocks would be out of reach).
     #[inline(never)]
     fn steal(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+        let per_block = slices_per_block(row_class_kind(row).0);
         for shard in 0..self.layout().shards {
             let slot = self.current(row, shard);
             // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
-            if let (None, _) | (Some(_), SLICES_PER_BLOCK..) = slot_parts(slot.load_relaxed()) {
-                continue;
+            match slot_parts(slot.load_relaxed()) {
+                (None, _) => continue,
+                (Some(_), handed) if handed >= per_block => continue,
+                _ => {}
             }
-            match slot_take(slot, n) {
+            match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
                     return Some(self.took(row, slot, gid, start, got, exhausted))
                 }
@@ -133,7 +140,7 @@ impl DeviceHeap {
             let _ = self.install_next(row, slot);
         }
         let c = row_class_kind(row).0;
-        (self.block_addr(c, gid) + start as u64 * slice_bytes(c), got)
+        (self.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
     }
 
     /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an
@@ -141,12 +148,12 @@ impl DeviceHeap {
     #[inline(never)]
     fn install_next(&self, row: usize, slot: &Atom64) -> bool {
         let (c, kind) = row_class_kind(row);
-        let Some(gid) = self.claim_block(c) else {
+        let Some(gid) = self.claim_block(group_of(c)) else {
             self.retire_slot(row, slot);
             return false;
         };
-        let (seg, local) = split_gid(c, gid);
-        self.block_meta(seg, local).install(kind);
+        let (seg, local) = split_gid(gid);
+        self.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
@@ -158,24 +165,26 @@ impl DeviceHeap {
     /// Gives back what block `gid` of class `c` did not hand out (`handed` may overshoot).
     #[inline(always)]
     fn give_back_rest(&self, c: usize, gid: u64, handed: u32) {
-        if handed < SLICES_PER_BLOCK {
-            let (seg, local) = split_gid(c, gid);
-            self.release_slices(seg, local, SLICES_PER_BLOCK - handed);
+        let per_block = slices_per_block(c);
+        if handed < per_block {
+            let (seg, local) = split_gid(gid);
+            self.release_slices(seg, local, c, per_block - handed);
         }
     }
 
     /// Empties `slot` (of row `row`) and gives back what its block did not hand out.
     fn retire_slot(&self, row: usize, slot: &Atom64) {
-        if let Some((gid, handed)) = slot_retire(slot) {
-            self.give_back_rest(row_class_kind(row).0, gid, handed);
+        let c = row_class_kind(row).0;
+        if let Some((gid, handed)) = slot_retire(slot, slices_per_block(c)) {
+            self.give_back_rest(c, gid, handed);
         }
     }
 
-    /// Gives back `k` slices of block `local` of segment `seg`; the giver that completes the
-    /// block recycles it.
+    /// Gives back `k` slices of block `local` of segment `seg` (of class `c`); the giver that
+    /// completes the block recycles it.
     #[inline(always)]
-    pub(crate) fn release_slices(&self, seg: u32, local: u32, k: u32) {
-        if self.block_meta(seg, local).give_back(k) {
+    pub(crate) fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
+        if self.block_meta(seg, local).give_back(k, slices_per_block(c)) {
             self.recycle(seg, local);
         }
     }
@@ -185,9 +194,9 @@ impl DeviceHeap {
     fn recycle(&self, seg: u32, local: u32) {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
         let entry = self.seg_table(seg).load_acquire();
-        if let SegKind::Class(c) = seg_kind(entry) {
+        if let SegKind::Group(g) = seg_kind(entry) {
             self.block_meta(seg, local).park();
-            self.release_block(c, ((seg as u64) << blocks_per_segment_shift(c)) | local as u64);
+            self.release_block(g, gid_of(seg, local));
         }
     }
 
@@ -202,13 +211,25 @@ impl DeviceHeap {
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
     /// the segment tree (see `trim_segment`).
     pub fn trim(&self) {
+        let shards = self.layout().shards;
         for row in 0..SLOT_ROWS {
-            for sh in 0..self.layout().shards {
-                let slot = self.current(row, sh);
-                // Relaxed: a hint that skips empty slots (most of them); the swap decides.
-                if slot.load_relaxed() != 0 {
-                    self.retire_slot(row, slot);
+            let mut sh = 0;
+            while sh < shards {
+                // Read a batch of slot words before acting on any, so that the loads are in
+                // flight together (a sweep reads SLOT_ROWS * shards words, most of them 0).
+                let n = TRIM_BATCH.min(shards - sh);
+                let mut busy = 0u32;
+                for k in 0..n {
+                    // Relaxed: a hint that skips empty slots (most of them); the swap decides.
+                    if self.current(row, sh + k).load_relaxed() != 0 {
+                        busy |= 1 << k;
+                    }
                 }
+                while busy != 0 {
+                    self.retire_slot(row, self.current(row, sh + busy.trailing_zeros()));
+                    busy &= busy - 1;
+                }
+                sh += n;
             }
         }
         for seg in 0..self.layout().num_segments {

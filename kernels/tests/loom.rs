@@ -8,8 +8,12 @@ use veballoc_kernels::atomic::Atom64;
 use veballoc_kernels::block::{
     slot_install, slot_parts, slot_retire, slot_take, slot_value, BlockMeta, SlotTake,
 };
+use veballoc_kernels::class::{class_of, slices_per_block};
 use veballoc_kernels::veb::{Veb, VebLayout};
-use veballoc_kernels::SLICES_PER_BLOCK;
+
+/// Slices per block in the slot models: a mid-size class (40 KB slices, 16 per block), whose
+/// count differs from the small classes' 4096.
+const PER_BLOCK: u32 = slices_per_block(class_of(40_000));
 
 /// Two levels (65 indices: two leaf words and a summary word).
 fn tree() -> Arc<(Vec<Atom64>, VebLayout)> {
@@ -131,18 +135,18 @@ fn slot_take_exhaust_and_retire() {
     const A: u64 = 7;
     const B: u64 = 9;
     loom::model(|| {
-        let slot = Arc::new(Atom64::new(slot_value(A, SLICES_PER_BLOCK - 6)));
+        let slot = Arc::new(Atom64::new(slot_value(A, PER_BLOCK - 6)));
         let rest_a = Arc::new(Atom64::new(0));
         let give_back = |rest_a: &Atom64, (g, handed): (Option<u64>, u32)| {
-            if g == Some(A) && handed < SLICES_PER_BLOCK {
-                rest_a.fetch_add_relaxed((SLICES_PER_BLOCK - handed) as u64);
+            if g == Some(A) && handed < PER_BLOCK {
+                rest_a.fetch_add_relaxed((PER_BLOCK - handed) as u64);
             }
         };
         let takers: Vec<_> = [4u32, 4]
             .into_iter()
             .map(|n| {
                 let (slot, rest_a) = (slot.clone(), rest_a.clone());
-                thread::spawn(move || match slot_take(&slot, n) {
+                thread::spawn(move || match slot_take(&slot, n, PER_BLOCK) {
                     SlotTake::Fresh { gid, start, got, exhausted } => {
                         if exhausted {
                             give_back(&rest_a, slot_parts(slot_install(&slot, B)));
@@ -155,7 +159,7 @@ fn slot_take_exhaust_and_retire() {
             .collect();
         let (s2, r2) = (slot.clone(), rest_a.clone());
         let trimmer = thread::spawn(move || {
-            if let Some((g, h)) = slot_retire(&s2) {
+            if let Some((g, h)) = slot_retire(&s2, PER_BLOCK) {
                 give_back(&r2, (Some(g), h));
             }
         });
@@ -170,7 +174,7 @@ fn slot_take_exhaust_and_retire() {
         handed.sort();
         handed.dedup();
         assert_eq!(n, handed.len(), "a slice was handed out twice");
-        assert!(handed.iter().all(|&i| i >= SLICES_PER_BLOCK - 6));
+        assert!(handed.iter().all(|&i| i >= PER_BLOCK - 6));
         assert_eq!(n as u64 + rest_a.load_relaxed(), 6, "every slice of A handed out or given back");
     });
 }
@@ -187,7 +191,7 @@ fn empty_slot_elects_one_installer() {
                 thread::spawn(move || {
                     let mut elected = 0;
                     for _ in 0..3 {
-                        match slot_take(&slot, 1) {
+                        match slot_take(&slot, 1, PER_BLOCK) {
                             SlotTake::Fresh { start, .. } => return (elected, Some(start)),
                             SlotTake::Empty { elected: true } => {
                                 elected += 1;
@@ -212,13 +216,13 @@ fn empty_slot_elects_one_installer() {
 fn last_give_back_completes_the_block() {
     loom::model(|| {
         let m = Arc::new(BlockMeta::new_parked());
-        m.install(veballoc_kernels::block::KIND_SLICES);
-        assert!(!m.give_back(SLICES_PER_BLOCK - 3));
+        m.install(veballoc_kernels::block::KIND_SLICES, 0);
+        assert!(!m.give_back(PER_BLOCK - 3, PER_BLOCK));
         let hs: Vec<_> = [1u32, 2]
             .into_iter()
             .map(|k| {
                 let m = m.clone();
-                thread::spawn(move || m.give_back(k))
+                thread::spawn(move || m.give_back(k, PER_BLOCK))
             })
             .collect();
         let done: Vec<bool> = hs.into_iter().map(|h| h.join().unwrap()).collect();

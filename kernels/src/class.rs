@@ -1,0 +1,249 @@
+//! Size classes: the geometry of slices and blocks, with no heap state.
+//!
+//! Class sizes: 16, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, 192, 224,
+//! 256, 320, ...) up to `MAX_CLASS_BYTES` (1 MiB), 60 classes: class `c >= 3` has slices of
+//! `(4 + (c - 3) % 4) << (4 + (c - 3) / 4)` bytes. So a request of `size` bytes gets at most
+//! `size + 15` bytes below 64 B and at most `1.25 * size` from 64 B up (the next class is at
+//! most a quarter larger than the previous one, which is smaller than `size`).
+//!
+//! Classes share segments by group: group `g` holds the classes of sizes in
+//! `(8 << g, 16 << g]` (one doubling: one class for 16 and 32 B, two for 48..64 B, then four),
+//! so sizes of 16 B .. 4 KiB use 9 groups. A segment formatted for a group is cut into blocks
+//! of `group_block_bytes(g)` (a power of two: 4096 of the group's largest slices up to 1 MiB
+//! blocks, then 1 MiB, then four of the largest slices), so a pointer's block is a shift; each
+//! block serves one class, recorded in its metadata when it is installed, and holds
+//! `slices_per_block(c) = floor(block / slice)` slices (what is left at the block's end is
+//! less than one slice: at most 1/16 of the block up to 32 KiB slices, 1/8 above).
+//! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
+//! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
+//! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
+//!
+//! Every size here is `m << e` with an odd `m` of 1, 3, 5 or 7, so dividing by one is a shift
+//! and a multiplication by a reciprocal of `m` ([`Divisor`]): `free` divides by no variable.
+
+use crate::SEGMENT_BYTES;
+
+/// log2 of the smallest slice (16 B): also the unit of the hand-out bitmap.
+pub const MIN_SLICE_SHIFT: u32 = 4;
+/// Classes of multiples of 16 bytes below the four-per-doubling ones: 16, 32, 48 (64 is the
+/// first of the four-per-doubling scheme, class `LINEAR_CLASSES`).
+pub const LINEAR_CLASSES: usize = 3;
+/// log2 of the classes per doubling from 64 B up.
+pub const SUB_CLASS_BITS: u32 = 2;
+/// Largest class (and largest slice): 1 MiB.
+pub const MAX_CLASS_BYTES: u64 = 1 << 20;
+/// Number of size classes (16 B .. `MAX_CLASS_BYTES`).
+pub const NUM_CLASSES: usize = class_of(MAX_CLASS_BYTES) + 1;
+/// Largest request served by slices (the warp-coalesced path).
+pub const MAX_SLICE_BYTES: u64 = MAX_CLASS_BYTES;
+/// Number of groups (segment formats): one per doubling of the slice size.
+pub const NUM_GROUPS: usize = group_of(NUM_CLASSES - 1) + 1;
+/// Most slices in a block (`GOT_BITS` in `heap.rs` must hold it).
+pub const MAX_SLICES_PER_BLOCK: u32 = 8192;
+/// Blocks of groups with 256 B .. 256 KiB slices are this large (smaller slices have 4096 to
+/// a block, larger ones four): so that a multiprocessor's current block holds little of a
+/// segment.
+pub const BLOCK_TARGET_BYTES: u64 = 1 << 20;
+/// Global block ids are `segment << BLOCK_ID_SHIFT | block in segment` for every group.
+pub const BLOCK_ID_SHIFT: u32 = 8;
+/// Bound on the blocks of a segment of any group (16-byte slices: 256 blocks of 64 KiB); the
+/// stride of per-segment block metadata and of block ids.
+pub const MAX_BLOCKS_PER_SEGMENT: u32 = 1 << BLOCK_ID_SHIFT;
+
+/// The class of a request of `size` bytes (`1 <= size <= MAX_CLASS_BYTES`): the smallest class
+/// whose slices hold it. O(1): the leading-zero count and the next two bits, no loop.
+#[inline(always)]
+pub const fn class_of(size: u64) -> usize {
+    if size <= 64 {
+        // 1..=16 -> 0, 17..=32 -> 1, 33..=48 -> 2, 49..=64 -> 3.
+        let s = if size == 0 { 1 } else { size };
+        ((s - 1) >> MIN_SLICE_SHIFT) as usize
+    } else {
+        // x >= 64 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
+        // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r.
+        let x = size - 1;
+        let l = 63 - x.leading_zeros();
+        let r = ((x >> (l - SUB_CLASS_BITS)) & 3) as u32;
+        (4 * (l - 5) + r) as usize
+    }
+}
+
+/// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`, with `m` in
+/// 1..=4 (classes 0..=3) or 4..=7.
+#[inline(always)]
+const fn mant_exp(c: usize) -> (u32, u32) {
+    if c <= LINEAR_CLASSES {
+        (c as u32 + 1, MIN_SLICE_SHIFT)
+    } else {
+        let k = (c - LINEAR_CLASSES) as u32;
+        (4 + (k & 3), MIN_SLICE_SHIFT + (k >> SUB_CLASS_BITS))
+    }
+}
+
+/// Bytes of one slice of class `c`.
+#[inline(always)]
+pub const fn slice_bytes(c: usize) -> u64 {
+    let (m, e) = mant_exp(c);
+    (m as u64) << e
+}
+
+/// Smallest power of two >= `size`, as its log2 (`size` >= 1).
+#[inline(always)]
+pub const fn ceil_log2(size: u64) -> u32 {
+    if size <= 1 {
+        0
+    } else {
+        64 - (size - 1).leading_zeros()
+    }
+}
+
+/// The group (segment format) of class `c`: sizes in `(8 << g, 16 << g]`.
+#[inline(always)]
+pub const fn group_of(c: usize) -> usize {
+    (ceil_log2(slice_bytes(c)) - MIN_SLICE_SHIFT) as usize
+}
+
+/// log2 of the block size of group `g`: 4096 of its largest slices, at most 1 MiB, and at
+/// least four of its largest slices.
+#[inline(always)]
+pub const fn group_block_shift(g: usize) -> u32 {
+    let k = g as u32 + MIN_SLICE_SHIFT;
+    let target = BLOCK_TARGET_BYTES.trailing_zeros();
+    let small = k + 12;
+    let large = if k + 2 > target { k + 2 } else { target };
+    if small < large {
+        small
+    } else {
+        large
+    }
+}
+
+/// Bytes of a block of group `g`.
+#[inline(always)]
+pub const fn group_block_bytes(g: usize) -> u64 {
+    1 << group_block_shift(g)
+}
+
+/// Blocks in a segment of group `g` (they tile it).
+#[inline(always)]
+pub const fn group_blocks_per_segment(g: usize) -> u32 {
+    1 << (SEGMENT_BYTES.trailing_zeros() - group_block_shift(g))
+}
+
+/// Slices in a block of class `c`: floor(block / slice), by the class's reciprocal.
+#[inline(always)]
+pub const fn slices_per_block(c: usize) -> u32 {
+    slice_divisor(c).div(group_block_bytes(group_of(c))) as u32
+}
+
+/// Bytes of a block of class `c` (its group's).
+#[inline(always)]
+pub const fn block_bytes(c: usize) -> u64 {
+    group_block_bytes(group_of(c))
+}
+
+/// Blocks in a segment of class `c`'s group.
+#[inline(always)]
+pub const fn blocks_per_segment(c: usize) -> u32 {
+    group_blocks_per_segment(group_of(c))
+}
+
+/// Largest dividend a [`Divisor`] divides exactly: `(x >> shift) * (t < 8) < 2^32` (see
+/// `Divisor::div`). Offsets in a segment (< 2^24) are well below it.
+pub const DIVIDEND_LIMIT: u64 = 1 << 29;
+
+/// Division by `odd << shift` (odd in 1, 3, 5, 7) without a divide instruction: a shift, then
+/// a multiply-high by `magic = ceil(2^32 / odd)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Divisor {
+    pub shift: u32,
+    pub magic: u64,
+}
+
+impl Divisor {
+    /// The divisor `m << e` (`m` >= 1 with an odd part of 1, 3, 5 or 7).
+    #[inline(always)]
+    pub const fn new(m: u32, e: u32) -> Self {
+        let tz = m.trailing_zeros();
+        let odd = m >> tz;
+        // ceil(2^32 / odd), spelled out so that no division is left at run time.
+        let magic = match odd {
+            1 => 1 << 32,
+            3 => 0x5555_5556,
+            5 => 0x3333_3334,
+            7 => 0x2492_4925,
+            _ => panic!("class sizes have an odd part of 1, 3, 5 or 7"),
+        };
+        Self { shift: e + tz, magic }
+    }
+
+    /// The divisor's value.
+    pub const fn value(self) -> u64 {
+        let odd = if self.magic == 1 << 32 { 1 } else { ((1u64 << 32) / self.magic) + 1 };
+        odd << self.shift
+    }
+
+    /// `x / divisor` for `x < DIVIDEND_LIMIT`. Proof: with `y = x >> shift`,
+    /// `floor(y / odd) = floor(x / divisor)`; `magic = (2^32 + t) / odd` with `0 <= t < odd`, so
+    /// `y * magic / 2^32 = y / odd + y * t / (odd * 2^32)`; writing `y = q * odd + rho`
+    /// (`rho <= odd - 1`), that is `q + (rho + y * t / 2^32) / odd`, whose floor is `q` while
+    /// `y * t < 2^32`: true for `y < 2^29`, `t < 8`. (The tests check every offset in a
+    /// segment for every class.)
+    #[inline(always)]
+    pub const fn div(self, x: u64) -> u64 {
+        ((x >> self.shift) * self.magic) >> 32
+    }
+}
+
+/// Bytes of the blocks that runs of whole blocks are made of.
+pub const RUN_BLOCK_BYTES: u64 = 256 << 10;
+/// The group whose blocks (256 KiB, 64 to a segment) serve runs of whole blocks, for
+/// requests above `MAX_SLICE_BYTES` up to a segment, and the tails of multi-segment runs.
+pub const RUN_GROUP: usize = (RUN_BLOCK_BYTES.trailing_zeros() - 12 - MIN_SLICE_SHIFT) as usize;
+
+/// Blocks of `RUN_GROUP` in a run for `size` bytes (`MAX_SLICE_BYTES < size <= SEGMENT_BYTES`).
+#[inline(always)]
+pub const fn block_run_len(size: u64) -> u32 {
+    ((size + RUN_BLOCK_BYTES - 1) >> RUN_BLOCK_BYTES.trailing_zeros()) as u32
+}
+
+/// Division by `slice_bytes(c)`.
+#[inline(always)]
+pub const fn slice_divisor(c: usize) -> Divisor {
+    let (m, e) = mant_exp(c);
+    Divisor::new(m, e)
+}
+
+const fn check_table() {
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        let s = slice_bytes(c);
+        assert!(s.is_multiple_of(16), "slices are 16-byte multiples");
+        assert!(class_of(s) == c, "a class's own size maps to it");
+        assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
+        assert!(slice_divisor(c).value() == s);
+        let g = group_of(c);
+        assert!(s > (8 << g) && s <= (16 << g), "group g holds sizes in (8 << g, 16 << g]");
+        assert!(slices_per_block(c) as u64 == block_bytes(c) / s);
+        assert!(slices_per_block(c) >= 4 && slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
+        c += 1;
+    }
+    let mut g = 0;
+    while g < NUM_GROUPS {
+        let n = group_blocks_per_segment(g);
+        assert!(n >= 1 && n <= MAX_BLOCKS_PER_SEGMENT);
+        assert!(n as u64 * group_block_bytes(g) == SEGMENT_BYTES);
+        g += 1;
+    }
+    assert!(slice_bytes(NUM_CLASSES - 1) == MAX_CLASS_BYTES);
+    assert!(group_blocks_per_segment(0) == MAX_BLOCKS_PER_SEGMENT);
+    // Runs: 256 KiB blocks tile a segment, and a run of them is less than 256 KiB over its
+    // size, at most 25% above MAX_SLICE_BYTES.
+    assert!(group_block_bytes(RUN_GROUP) == RUN_BLOCK_BYTES);
+    // Magic numbers: ceil(2^32 / odd).
+    assert!(Divisor::new(3, 0).magic == (1u64 << 32).div_ceil(3));
+    assert!(Divisor::new(5, 0).magic == (1u64 << 32).div_ceil(5));
+    assert!(Divisor::new(7, 0).magic == (1u64 << 32).div_ceil(7));
+}
+const _: () = check_table();
+const _: () = assert!(RUN_BLOCK_BYTES * 4 <= MAX_SLICE_BYTES, "runs of blocks are within 25%");

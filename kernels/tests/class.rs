@@ -1,0 +1,132 @@
+//! The size-class table and its reciprocal divisions, checked exhaustively.
+#![cfg(not(loom))]
+
+use veballoc_kernels::class::{
+    block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes, group_blocks_per_segment,
+    group_of, slice_bytes, slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES,
+    MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
+};
+use veballoc_kernels::SEGMENT_BYTES;
+
+/// The smallest class holding `size`, found by a linear search (the reference).
+fn smallest_class(size: u64) -> usize {
+    (0..NUM_CLASSES).find(|&c| slice_bytes(c) >= size).expect("size within the table")
+}
+
+#[test]
+fn class_sizes_are_increasing_16_byte_multiples() {
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (60, 17), "as docs/architecture.md says");
+    assert_eq!(slice_bytes(0), 16);
+    assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
+    let first: Vec<u64> = (0..12).map(slice_bytes).collect();
+    assert_eq!(first, [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
+    for c in 1..NUM_CLASSES {
+        assert!(slice_bytes(c) > slice_bytes(c - 1));
+        assert_eq!(slice_bytes(c) % 16, 0);
+    }
+}
+
+/// Every size from 1 byte to the largest class maps to the smallest class that holds it, and
+/// the waste bounds hold: within 16 bytes below 64 B, at most 25% from 64 B up. Exhaustive up
+/// to the largest class (1 MiB).
+#[test]
+fn every_size_gets_the_smallest_class_and_little_waste() {
+    let check = |size: u64| {
+        let c = class_of(size);
+        assert_eq!(c, smallest_class(size), "size {size}");
+        let got = slice_bytes(c);
+        assert!(got >= size, "size {size} got {got}");
+        if size < 64 {
+            assert!(got - size < 16, "size {size} got {got}: within 16 bytes");
+        } else {
+            assert!(got * 4 <= size * 5, "size {size} got {got}: at most 25% more");
+        }
+    };
+    for size in 1..=MAX_CLASS_BYTES {
+        check(size);
+    }
+    for c in 0..NUM_CLASSES {
+        let s = slice_bytes(c);
+        for size in [s - 1, s, s + 1] {
+            if (1..=MAX_CLASS_BYTES).contains(&size) {
+                check(size);
+            }
+        }
+    }
+    check(MAX_CLASS_BYTES);
+}
+
+#[test]
+fn block_geometry() {
+    for g in 0..NUM_GROUPS {
+        let (b, n) = (group_block_bytes(g), group_blocks_per_segment(g));
+        assert!(b.is_power_of_two() && b >= 64 << 10, "group {g}");
+        assert_eq!(n as u64 * b, SEGMENT_BYTES, "group {g}: blocks tile a segment");
+        assert!((1..=MAX_BLOCKS_PER_SEGMENT).contains(&n));
+    }
+    for c in 0..NUM_CLASSES {
+        let (s, b, n, g) = (slice_bytes(c), block_bytes(c), slices_per_block(c), group_of(c));
+        assert!(s > 8 << g && s <= 16 << g, "class {c} in group {g}");
+        assert_eq!(b, group_block_bytes(g));
+        assert_eq!(blocks_per_segment(c), group_blocks_per_segment(g));
+        assert_eq!(n as u64, b / s, "class {c}");
+        assert!((4..=MAX_SLICES_PER_BLOCK).contains(&n), "class {c}: {n} slices");
+        // What a block leaves past its last slice: less than a slice, at most 1/16 of the block
+        // while blocks hold 32 slices or more, at most 1/8 above.
+        let left = b - n as u64 * s;
+        assert!(left < s);
+        assert!(left * if n >= 32 { 16 } else { 8 } <= b, "class {c}: {left} of {b} left");
+        if b < 1 << 20 {
+            assert_eq!(b, 4096 * (16 << g), "small groups: 4096 of the largest slice");
+        }
+    }
+    // Sizes 16 B .. 4 KiB use nine groups, as the nine power-of-two classes did.
+    assert_eq!(group_of(class_of(4096)) - group_of(class_of(16)) + 1, 9);
+}
+
+/// The multiply-high division equals true division for every offset in a segment (which
+/// covers every offset in a block), for every class's slice size (60 * 2^24 divisions).
+#[test]
+fn reciprocal_divisions_are_exact_for_every_offset() {
+    for c in 0..NUM_CLASSES {
+        let (d, div) = (slice_bytes(c), slice_divisor(c));
+        assert_eq!(div.value(), d);
+        // The true quotient, kept by counting (no hardware division in the loop).
+        let (mut q_true, mut next) = (0u64, d);
+        for x in 0..=SEGMENT_BYTES {
+            if x == next {
+                (q_true, next) = (q_true + 1, next + d);
+            }
+            let q = div.div(x);
+            if q != q_true {
+                panic!("class {c}: {x} / {d} gave {q}");
+            }
+        }
+    }
+}
+
+/// Above the largest class, runs of 256 KiB blocks: never short, at most 25% over, for every
+/// size up to a segment in steps of 16 bytes and at every block boundary.
+#[test]
+fn block_runs_waste_at_most_a_quarter() {
+    let block = group_block_bytes(RUN_GROUP);
+    assert_eq!(block, RUN_BLOCK_BYTES);
+    let check = |size: u64| {
+        let k = block_run_len(size) as u64;
+        assert!(k * block >= size && (k - 1) * block < size, "size {size}: {k} blocks");
+        assert!(k * block * 4 <= size * 5, "size {size}: {k} blocks, more than 25% over");
+        assert!(k <= group_blocks_per_segment(RUN_GROUP) as u64);
+    };
+    let mut size = MAX_CLASS_BYTES + 1;
+    while size <= SEGMENT_BYTES {
+        check(size);
+        size += 16;
+    }
+    for k in 5..=64u64 {
+        for size in [k * block - 1, k * block, k * block + 1] {
+            if size > MAX_CLASS_BYTES && size <= SEGMENT_BYTES {
+                check(size);
+            }
+        }
+    }
+}
