@@ -13,7 +13,9 @@ use veballoc_kernels::veb::{Veb, VebLayout};
 
 /// Slices per block in the slot models: a mid-size class (40 KB slices, 16 per block), whose
 /// count differs from the small classes' 4096.
-const PER_BLOCK: u32 = slices_per_block(class_of(40_000));
+const PER_BLOCK: u32 = slices_per_block(CLASS);
+/// That class.
+const CLASS: usize = class_of(40_000);
 
 /// Two levels (65 indices: two leaf words and a summary word).
 fn tree() -> Arc<(Vec<Atom64>, VebLayout)> {
@@ -267,33 +269,35 @@ fn block_cycle_publishes_slices_to_the_recycler() {
         }
     }
     loom::model(|| {
-        let base = SLICES_PER_BLOCK - LEFT;
+        let base = PER_BLOCK - LEFT;
         let b = Arc::new(Block {
             slot: Atom64::new(slot_value(A, base)),
             meta: BlockMeta::new_parked(),
             slices: [UnsafeCell::new(0), UnsafeCell::new(0)],
         });
-        b.meta.install(veballoc_kernels::block::KIND_SLICES);
+        b.meta.install(veballoc_kernels::block::KIND_SLICES, CLASS);
         // The slices handed out before the model started were all freed already.
-        assert!(!b.meta.give_back(base));
+        assert!(!b.meta.give_back(base, PER_BLOCK));
         let takers: Vec<_> = (0..2)
             .map(|_| {
                 let b = b.clone();
                 thread::spawn(move || {
-                    let SlotTake::Fresh { gid: A, start, got: 1, exhausted } = slot_take(&b.slot, 1) else {
+                    let SlotTake::Fresh { gid: A, start, got: 1, exhausted } =
+                        slot_take(&b.slot, 1, PER_BLOCK)
+                    else {
                         return (None, false); // the trimmer came first
                     };
                     if exhausted {
                         // We took A's last slice, so A has nothing left to give back (unless
                         // the trimmer emptied the slot first, A still held it, used up).
                         let (old, handed) = slot_parts(slot_install(&b.slot, B));
-                        assert!(old != Some(A) || handed >= SLICES_PER_BLOCK);
+                        assert!(old != Some(A) || handed >= PER_BLOCK);
                     }
                     b.slices[(start - base) as usize].with_mut(|p| {
                         // SAFETY: slice `start` is ours from the take until our give-back.
                         unsafe { *p = WRITTEN }
                     });
-                    let last = b.meta.give_back(1);
+                    let last = b.meta.give_back(1, PER_BLOCK);
                     if last {
                         recycle(&b);
                     }
@@ -302,9 +306,9 @@ fn block_cycle_publishes_slices_to_the_recycler() {
             })
             .collect();
         let t = b.clone();
-        let trimmer = thread::spawn(move || match slot_retire(&t.slot) {
-            Some((A, handed)) if handed < SLICES_PER_BLOCK => {
-                let last = t.meta.give_back(SLICES_PER_BLOCK - handed);
+        let trimmer = thread::spawn(move || match slot_retire(&t.slot, PER_BLOCK) {
+            Some((A, handed)) if handed < PER_BLOCK => {
+                let last = t.meta.give_back(PER_BLOCK - handed, PER_BLOCK);
                 if last {
                     recycle(&t);
                 }
@@ -359,19 +363,22 @@ fn slot_install_publishes_the_block_to_takers() {
                 let b = b.clone();
                 thread::spawn(move || {
                     for _ in 0..TRIES {
-                        match slot_take(&b.slot, 1) {
+                        match slot_take(&b.slot, 1, PER_BLOCK) {
                             SlotTake::Fresh { gid, .. } => {
                                 assert_eq!(gid, A);
                                 // SAFETY: read-only; loom checks it is ordered after the
                                 // installer's write.
                                 b.header.with(|p| assert_eq!(unsafe { *p }, FORMATTED));
-                                assert_eq!(b.meta.kind.load_relaxed(), veballoc_kernels::block::KIND_PACKED);
+                                assert_eq!(
+                                    veballoc_kernels::block::kind_parts(b.meta.kind.load_relaxed()),
+                                    (veballoc_kernels::block::KIND_PACKED, CLASS)
+                                );
                                 return true;
                             }
                             SlotTake::Empty { elected: true } => {
                                 // SAFETY: the elected taker owns the block until it installs it.
                                 b.header.with_mut(|p| unsafe { *p = FORMATTED });
-                                b.meta.install(veballoc_kernels::block::KIND_PACKED);
+                                b.meta.install(veballoc_kernels::block::KIND_PACKED, CLASS);
                                 assert_eq!(slot_install(&b.slot, A) >> 32, 0, "the slot was empty");
                             }
                             _ => thread::yield_now(),
