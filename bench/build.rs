@@ -12,4 +12,16 @@ fn main() {
     println!("cargo:rustc-env=VEBALLOC_GIT_REV={rev}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
+    // The collections kernels (Rust's alloc in kernels), with veballoc's checks when its PTX
+    // has them, and the same crate over CUDA's device malloc, for `collections`.
+    veballoc_ptx_build::Ptx::new("../examples/collections/kernels")
+        .with_alloc()
+        .checks_like_veballoc("veballoc-kernels/checks")
+        .build_to_out_dir("collections.ptx");
+    let out = std::env::var("OUT_DIR").expect("OUT_DIR");
+    veballoc_ptx_build::Ptx::new("../examples/collections/kernels")
+        .with_alloc()
+        .feature("cuda-malloc")
+        .target_dir(format!("{out}/ptx-cuda-malloc"))
+        .build_to_out_dir("collections-cuda-malloc.ptx");
 }

@@ -60,8 +60,8 @@ const NO_NULL: u64 = u64::MAX;
 /// The subcommands the CPU model runs.
 pub(crate) const CPU_TESTS: [&str; 4] = ["frag", "oom", "util", "churn"];
 /// The subcommands of `all` that need a GPU (skipped in the CPU model).
-pub(crate) const GPU_ONLY_TESTS: [&str; 8] =
-    ["single", "mixed", "scaling", "init", "warm", "packed", "host", "collective"];
+pub(crate) const GPU_ONLY_TESTS: [&str; 9] =
+    ["single", "mixed", "scaling", "init", "warm", "packed", "host", "collective", "collections"];
 
 /// Whether the CPU model runs `cmd` (`all` runs its four tests).
 pub(crate) fn runs(cmd: Cmd) -> bool {
@@ -990,6 +990,7 @@ mod tests {
             Cmd::Packed,
             Cmd::Collective,
             Cmd::Host,
+            Cmd::Collections,
         ] {
             assert!(!runs(c));
         }

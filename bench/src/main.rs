@@ -9,6 +9,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use veballoc::Gpu;
 
+mod collections;
 mod common;
 mod cpu_model;
 mod floors;
@@ -129,6 +130,9 @@ pub(crate) enum Cmd {
     /// Host-side allocation: Heap::alloc/free vs cuMemAlloc/cuMemFree vs
     /// cuMemAllocAsync/cuMemFreeAsync, sizes 1 B..1 GiB and 1..10^6 live allocations.
     Host,
+    /// Rust's Vec, Box, String and BTreeMap in kernels: veballoc vs CUDA's device malloc as
+    /// the kernels' global allocator.
+    Collections,
     /// All of the above.
     All,
 }
@@ -311,6 +315,9 @@ fn main() {
             let list = b.cli.sizes.clone().unwrap_or_else(|| vec![16, 64, 256, 1024, 4096]);
             b.collective(list)?;
         }
+        if matches!(cmd, Cmd::Collections | Cmd::All) {
+            b.collections()?;
+        }
         Ok(())
     })();
     let name = match cmd {
@@ -326,6 +333,7 @@ fn main() {
         Cmd::Packed => "packed",
         Cmd::Collective => "collective",
         Cmd::Host => "host",
+        Cmd::Collections => "collections",
         Cmd::All => "all",
     };
     if let Err(e) = b.save(name) {

@@ -46,6 +46,7 @@ fn main() {
         Some("--unbound") => unbound(&gpu),
         Some("--too-much") => too_much(&gpu),
         Some("--compare") => compare(&gpu, args.get(1).map_or(1 << 16, |n| n.parse().expect("threads"))),
+        Some("--hash") => hash(&gpu, args.get(1).map_or(1 << 20, |n| n.parse().expect("keys"))),
         other => run(&gpu, other.map_or(1 << 20, |n| n.parse().expect("threads"))),
     };
     if let Err(e) = result {
@@ -78,6 +79,21 @@ fn run(gpu: &Gpu, n: u64) -> Result<(), Box<dyn std::error::Error>> {
     let pushed: u64 = (0..n).map(|i| collections_kernels::items(i, SEED)).sum();
     println!("{n} threads: {ms:.3} ms (kernel and launch), {pushed} items pushed, {wrong} threads wrong");
     assert_eq!(wrong, 0, "threads whose collections differ from the CPU's");
+    // A BTreeMap per warp, built by lane 0 from all 32 lanes' items.
+    let warps = n.div_ceil(collections_kernels::WARP);
+    let maps = gpu.zeroed::<u64>(warps as usize)?;
+    let mp = maps.as_device_ptr().as_raw();
+    let t = Instant::now();
+    // SAFETY: collections_warp_maps(out, n, seed) with n / 32 output words.
+    unsafe { gpu.launch_in(&module, "collections_warp_maps", n, BLOCK, veballoc::kernel_args![mp, n, SEED]) }
+        .and_then(|_| gpu.sync())
+        .map_err(|e| global.explain(e))?;
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let mut got = vec![0u64; warps as usize];
+    gpu.copy_out(&maps, &mut got)?;
+    let wrong = (0..warps).filter(|&w| got[w as usize] != collections_kernels::warp_map(w, SEED)).count();
+    println!("{warps} per-warp BTreeMaps: {ms:.3} ms, {wrong} wrong");
+    assert_eq!(wrong, 0, "warps whose maps differ from the CPU's");
     heap.trim()?;
     let s = heap.stats()?;
     assert_eq!(s.bytes_in_use, 0, "every collection was dropped: {s:?}");
@@ -169,5 +185,45 @@ fn compare(gpu: &Gpu, n: u64) -> Result<(), Box<dyn std::error::Error>> {
         times.sort_by(|a, b| a.total_cmp(b));
         println!("  {name:>12}: median {:.3} ms (runs {times:.3?}), results checked", times[1]);
     }
+    Ok(())
+}
+
+/// A device-wide chained hash table: `n` threads each box a node and push it onto its bucket
+/// (`hash_insert`), then look every key up (`hash_lookup`), then free every chain
+/// (`hash_free`); the heap must be empty again.
+fn hash(gpu: &Gpu, n: u64) -> Result<(), Box<dyn std::error::Error>> {
+    let heap = Heap::new(gpu, 8 << 30)?;
+    let module = gpu.load_module(PTX, veballoc::DEFAULT_MAX_REGISTERS)?;
+    let global = heap.bind_global(&module)?;
+    let nb = (n / 4).max(1);
+    let table = gpu.zeroed::<u64>(nb as usize)?;
+    let counts = gpu.zeroed::<u64>(2)?;
+    let (t, failed) = (table.as_device_ptr().as_raw(), counts.as_device_ptr().as_raw());
+    let found = failed + 8;
+    let launch = |name: &str, threads: u64, args: &[*mut std::ffi::c_void]| -> Result<f64, Error> {
+        let t0 = Instant::now();
+        // SAFETY: the argument lists below match the kernels in collections-kernels.
+        unsafe { gpu.launch_in(&module, name, threads, BLOCK, args) }
+            .and_then(|_| gpu.sync())
+            .map_err(|e| global.explain(e))?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    };
+    let ins = launch("hash_insert", n, veballoc::kernel_args![t, nb, n, SEED, failed])?;
+    let look = launch("hash_lookup", n, veballoc::kernel_args![t, nb, n, SEED, found])?;
+    let mut c = [0u64; 2];
+    gpu.copy_out(&counts, &mut c)?;
+    let live = heap.stats()?.bytes_in_use;
+    let free = launch("hash_free", nb, veballoc::kernel_args![t, nb])?;
+    println!(
+        "hash table of {n} keys in {nb} buckets: insert {ins:.3} ms, lookup {look:.3} ms, free {free:.3} ms; \
+         {} found, {} pushes given up, {} MiB of nodes",
+        c[1],
+        c[0],
+        live >> 20
+    );
+    assert_eq!((c[0], c[1]), (0, n), "every key inserted once and found with its value");
+    heap.trim()?;
+    let s = heap.stats()?;
+    assert_eq!(s.bytes_in_use, 0, "every node freed: {s:?}");
     Ok(())
 }

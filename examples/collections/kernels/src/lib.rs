@@ -119,3 +119,133 @@ pub unsafe extern "ptx-kernel" fn collections_alloc(bytes: u64) {
     let v: Vec<u8> = Vec::with_capacity(bytes as usize);
     core::hint::black_box(&v);
 }
+
+/// Lanes in a warp (the per-warp maps).
+pub const WARP: u64 = 32;
+
+/// The per-warp map of warp `w`: lane 0 inserts every lane's first items into one
+/// `BTreeMap` (a map per warp, as a kernel that aggregates per warp would); its checksum.
+pub fn warp_map(w: u64, seed: u64) -> u64 {
+    let mut m: BTreeMap<u32, u64> = BTreeMap::new();
+    for lane in 0..WARP {
+        let i = w * WARP + lane;
+        for k in 0..(items(i, seed) % 64) {
+            *m.entry(item(i, k) % 4096).or_insert(0) += i;
+        }
+    }
+    let mut h = m.len() as u64;
+    for (&k, &v) in &m {
+        h = mix(h ^ ((k as u64) << 40) ^ v);
+    }
+    h | 1
+}
+
+/// `out[w] = warp_map(w, seed)` for warps w < n / 32, computed by each warp's lane 0.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn collections_warp_maps(out: *mut u64, n: u64, seed: u64) {
+    let i = veballoc_kernels::arch::global_thread_x();
+    if i < n && i % WARP == 0 {
+        // SAFETY: the host passes n / 32 words.
+        unsafe { *out.add((i / WARP) as usize) = warp_map(i / WARP, seed) };
+    }
+}
+
+/// A node of the device-wide hash table: a boxed key-value pair on its bucket's chain.
+#[repr(C)]
+pub struct Node {
+    pub key: u64,
+    pub value: u64,
+    pub next: *mut Node,
+}
+
+/// Thread `i`'s key (distinct for distinct `i`: `mix` is a bijection).
+pub fn hash_key(i: u64, seed: u64) -> u64 {
+    mix(i ^ seed.rotate_left(17))
+}
+
+/// Most attempts of one thread's push onto its bucket's chain: each failed attempt means
+/// another thread's push succeeded, so a chain this contended is a broken run, not a wait.
+pub const MAX_PUSH_TRIES: u32 = 1 << 20;
+
+/// The buckets (`nb` words, zero = empty) as atomics.
+///
+/// # Safety
+/// `buckets` must hold `nb` 8-aligned words that only these kernels use while they run.
+#[cfg(target_arch = "nvptx64")]
+unsafe fn buckets<'a>(buckets: *mut u64, nb: u64) -> &'a [veballoc_kernels::atomic::Atom64] {
+    // SAFETY: the caller vouches for the words.
+    unsafe { veballoc_kernels::atomic::words(buckets as u64, nb as usize) }
+}
+
+/// Thread i < n inserts (hash_key(i), i) into a chained hash table of `nb` buckets: a boxed
+/// node pushed onto its bucket with a compare-and-swap. `failed` counts pushes that gave up.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn hash_insert(table: *mut u64, nb: u64, n: u64, seed: u64, failed: *mut u64) {
+    let i = veballoc_kernels::arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    let key = hash_key(i, seed);
+    let node = Box::into_raw(Box::new(Node { key, value: i, next: core::ptr::null_mut() }));
+    // SAFETY: the host passes nb zeroed words.
+    let head = unsafe { &buckets(table, nb)[(key % nb) as usize] };
+    // Acquire: the nodes already on the chain (their fields) are visible before we link to them.
+    let mut cur = head.load_acquire();
+    for _ in 0..MAX_PUSH_TRIES {
+        // SAFETY: the node is ours until the CAS below publishes it.
+        unsafe { (*node).next = cur as usize as *mut Node };
+        // AcqRel: the release publishes our node's fields to readers that acquire the head.
+        match head.cas_acq_rel(cur, node as usize as u64) {
+            Ok(_) => return,
+            Err(now) => cur = now,
+        }
+    }
+    // SAFETY: the node was never published.
+    drop(unsafe { Box::from_raw(node) });
+    // SAFETY: one host word.
+    unsafe { veballoc_kernels::atomic::words(failed as u64, 1)[0].fetch_add_relaxed(1) };
+}
+
+/// Thread i < n looks its key up and counts it in `found` when the value is right.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn hash_lookup(table: *mut u64, nb: u64, n: u64, seed: u64, found: *mut u64) {
+    let i = veballoc_kernels::arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    let key = hash_key(i, seed);
+    // SAFETY: as in hash_insert; the insert kernel has ended.
+    let mut p = unsafe { buckets(table, nb)[(key % nb) as usize].load_acquire() } as usize as *const Node;
+    while !p.is_null() {
+        // SAFETY: nodes on a chain are live until hash_free.
+        let node = unsafe { &*p };
+        if node.key == key {
+            if node.value == i {
+                // SAFETY: one host word.
+                unsafe { veballoc_kernels::atomic::words(found as u64, 1)[0].fetch_add_relaxed(1) };
+            }
+            return;
+        }
+        p = node.next;
+    }
+}
+
+/// Thread b < nb frees bucket b's chain.
+#[cfg(target_arch = "nvptx64")]
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn hash_free(table: *mut u64, nb: u64) {
+    let b = veballoc_kernels::arch::global_thread_x();
+    if b >= nb {
+        return;
+    }
+    // SAFETY: as in hash_insert; no other kernel runs.
+    let mut p = unsafe { buckets(table, nb)[b as usize].load_acquire() } as usize as *mut Node;
+    while !p.is_null() {
+        // SAFETY: every node was boxed by hash_insert and is on exactly one chain.
+        let node = unsafe { Box::from_raw(p) };
+        p = node.next;
+    }
+}
