@@ -180,24 +180,25 @@ fn given(m: &ArgMatches, id: &str) -> bool {
 fn main() {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // The memory tests' size lists, the same on the GPU and in the CPU model.
+    let util_ranges =
+        match cli.util_ranges.iter().map(|r| memory::parse_range(r)).collect::<Result<Vec<_>, _>>() {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("veballoc-bench: --util-ranges: {e}");
+                std::process::exit(1);
+            }
+        };
+    let singles = cli.sizes.clone().unwrap_or_else(|| UTIL_SIZES.to_vec());
+    let lists = SizeLists {
+        frag: cli.sizes.clone().unwrap_or_else(frag_sizes),
+        oom: cli.sizes.clone().unwrap_or_else(|| OOM_SIZES.to_vec()),
+        util: singles.into_iter().map(|s| (s, s)).chain(util_ranges).collect(),
+    };
     let gpu = match Gpu::open(cli.device, cli.maxreg) {
         Ok(g) => g,
         // No GPU: the CPU model runs what can run without one (frag, oom, util, churn).
         Err(veballoc::Error::NoGpu(why)) if cpu_model::runs(cli.cmd) => {
-            let util_ranges =
-                match cli.util_ranges.iter().map(|r| memory::parse_range(r)).collect::<Result<Vec<_>, _>>() {
-                    Ok(r) => r,
-                    Err(e) => {
-                        eprintln!("veballoc-bench: --util-ranges: {e}");
-                        std::process::exit(1);
-                    }
-                };
-            let singles = cli.sizes.clone().unwrap_or_else(|| UTIL_SIZES.to_vec());
-            let lists = SizeLists {
-                frag: cli.sizes.clone().unwrap_or_else(frag_sizes),
-                oom: cli.sizes.clone().unwrap_or_else(|| OOM_SIZES.to_vec()),
-                util: singles.into_iter().map(|s| (s, s)).chain(util_ranges).collect(),
-            };
             std::process::exit(cpu_model::main(cli, &|id| given(&matches, id), &why, &lists));
         }
         Err(e @ veballoc::Error::NoGpu(_)) => {
@@ -249,14 +250,6 @@ fn main() {
         },
         None => Vec::new(),
     };
-    let util_ranges =
-        match cli.util_ranges.iter().map(|r| memory::parse_range(r)).collect::<Result<Vec<_>, _>>() {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("veballoc-bench: --util-ranges: {e}");
-                std::process::exit(1);
-            }
-        };
     let cmd = cli.cmd;
     let mut b = Bench {
         gpu,
@@ -286,16 +279,13 @@ fn main() {
             b.init()?;
         }
         if matches!(cmd, Cmd::Frag | Cmd::All) {
-            let list = b.cli.sizes.clone().unwrap_or_else(frag_sizes);
-            b.frag(list)?;
+            b.frag(lists.frag.clone())?;
         }
         if matches!(cmd, Cmd::Oom | Cmd::All) {
-            let list = b.cli.sizes.clone().unwrap_or_else(|| OOM_SIZES.to_vec());
-            b.oom(list)?;
+            b.oom(lists.oom.clone())?;
         }
         if matches!(cmd, Cmd::Util | Cmd::All) {
-            let singles = b.cli.sizes.clone().unwrap_or_else(|| UTIL_SIZES.to_vec());
-            b.util(singles.into_iter().map(|s| (s, s)).chain(util_ranges.iter().copied()).collect())?;
+            b.util(lists.util.clone())?;
         }
         if matches!(cmd, Cmd::Churn | Cmd::All) {
             b.churn()?;
