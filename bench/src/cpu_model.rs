@@ -14,14 +14,15 @@ use std::time::Instant;
 use serde::Serialize;
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::harness::{churn_counter::NO_NULL, pattern, round_draw, PROB_MASK};
 use veballoc::kernels::mix;
 use veballoc::SEGMENT_BYTES;
 
 use crate::common::{Bench, Res, Sizes};
 use crate::memory::{
     churn_alloc_share, frag_threads, threshold, ChurnLaw, ChurnPoint, UtilPoint, CHURN_FREE_SHARE, CHURN_LAW,
-    CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, PROB_ONE, SLICE_MAX, UTIL_BATCHES,
-    UTIL_BATCHES_AFTER_NULL, UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
+    CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX, UTIL_BATCHES, UTIL_BATCHES_AFTER_NULL,
+    UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
 };
 use crate::report::{FragPoint, OomPoint, Record};
 use crate::{Cli, Cmd};
@@ -48,14 +49,6 @@ pub(crate) const CPU_OUT: &str = "bench/results/cpu-model";
 const WARP: u64 = veballoc::kernels::arch::WARP_SIZE as u64;
 /// Warps an OS thread takes from a launch at a time.
 const CHUNK_WARPS: u64 = 64;
-/// Bits of the random draws compared with a probability threshold (`PROB_ONE` = always).
-const PROB_MASK: u64 = PROB_ONE - 1;
-/// Bits of the round in the churn's per-thread seed (as `churn_round` on the device).
-const CHURN_ROUND_SHIFT: u32 = 40;
-/// The churn's pattern multiplier (as `pattern` in kernels/src/entry.rs).
-const PATTERN_MUL: u32 = 0x9e37_79b9;
-/// The churn's first-null counter before any null.
-const NO_NULL: u64 = u64::MAX;
 
 /// The subcommands the CPU model runs.
 pub(crate) const CPU_TESTS: [&str; 4] = ["frag", "oom", "util", "churn"];
@@ -364,12 +357,6 @@ pub(crate) fn util_point(
     }
 }
 
-/// The churn's check word for thread i's allocation of `size` bytes (as `pattern` in
-/// kernels/src/entry.rs).
-fn pattern(i: u64, size: u64) -> u32 {
-    (i as u32) ^ (size as u32).wrapping_mul(PATTERN_MUL)
-}
-
 /// `churn`'s counters (as `churn_round`'s): live requested bytes and allocations (wrapping
 /// sums), nulls, wrong check words, segment runs served, live bytes at the first null.
 #[derive(Default)]
@@ -402,7 +389,7 @@ fn churn_round(
     sim.launch(ptrs.len() as u64, |lo, hi| {
         let mut want: Vec<(u64, u64)> = Vec::new();
         for i in lo..hi {
-            let r = mix(CHURN_SEED ^ mix(i ^ (round << CHURN_ROUND_SHIFT)));
+            let r = round_draw(CHURN_SEED, i, round);
             // Relaxed: thread i's own slot, written by its warp in an earlier (joined) launch.
             let held = ptrs[i as usize].load(Relaxed) as *mut u32;
             let mut holds = !held.is_null();

@@ -8,9 +8,7 @@ use cust::memory::DeviceBuffer;
 
 use crate::common::{Bench, Res, Sizes, BLOCK};
 
-/// u64 words between two per-multiprocessor counters (`FLOOR_COUNTER_STRIDE` in
-/// kernels/src/entry.rs).
-const COUNTER_STRIDE: u64 = 16;
+use veballoc::kernels::harness::FLOOR_COUNTER_STRIDE;
 
 /// The floors' memory: an arena split into one region per multiprocessor, and the counters.
 pub(crate) struct FloorArena {
@@ -33,7 +31,7 @@ impl Bench {
             // Regions keep 16-byte alignment.
             region: bytes / shards / 16 * 16,
             shards,
-            counters: veballoc::zeroed_u64s((shards * COUNTER_STRIDE) as usize)?,
+            counters: veballoc::zeroed_u64s((shards * FLOOR_COUNTER_STRIDE) as usize)?,
         })
     }
 
@@ -60,7 +58,7 @@ impl Bench {
         // One more iteration than asked: the first is a warm-up and is dropped.
         for _ in 0..=iters {
             self.upload(&mut arena.counters, &zeros)?;
-            // SAFETY: matches floor_malloc (counters hold shards * COUNTER_STRIDE words).
+            // SAFETY: matches floor_malloc (counters hold shards * FLOOR_COUNTER_STRIDE words).
             ta.push(self.timed(|| unsafe {
                 self.gpu.launch(
                     "floor_malloc",

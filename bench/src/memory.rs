@@ -4,6 +4,9 @@
 
 use cust::memory::{CopyDestination, DeviceBuffer};
 use serde::Serialize;
+use veballoc::kernels::harness::{
+    churn_counter, churn_law, churn_size, util_counter, PROB_ONE, ROUND_SEED_SHIFT,
+};
 use veballoc::Heap;
 
 use crate::common::{Bench, Res, Sizes, BLOCK, MIXED_MIN};
@@ -23,26 +26,13 @@ pub(crate) const UTIL_BATCHES: u64 = 100;
 pub(crate) const UTIL_BATCHES_AFTER_NULL: u32 = 20;
 /// `util`: most batches of one fill (a bound, whatever the heap does).
 pub(crate) const UTIL_MAX_BATCHES: u32 = 4 * UTIL_BATCHES as u32;
-/// `util_fill`'s counters: requested bytes served, requests served, nulls.
-const UTIL_COUNTERS: usize = 3;
 /// Seed of `util`'s random sizes (mixed with the batch and thread index on the device).
 pub(crate) const UTIL_SEED: u64 = 0x7571_1f11;
 /// Bits of the batch index in `util`'s per-batch seed.
-pub(crate) const UTIL_SEED_SHIFT: u32 = 40;
-
-/// `churn_round`'s counters (`CHURN_*` in kernels/src/entry.rs).
-const CHURN_COUNTERS: usize = 6;
-const CHURN_LIVE_BYTES: usize = 0;
-const CHURN_LIVE_COUNT: usize = 1;
-const CHURN_NULLS: usize = 2;
-const CHURN_BAD_WORDS: usize = 3;
-const CHURN_RUNS: usize = 4;
-const CHURN_FIRST_NULL_LIVE: usize = 5;
+pub(crate) const UTIL_SEED_SHIFT: u32 = ROUND_SEED_SHIFT;
 /// `churn`: a holder frees its allocation in a round with this probability (mean lifetime
 /// four rounds).
 pub(crate) const CHURN_FREE_SHARE: f64 = 0.25;
-/// Probabilities go to the device as thresholds on 32 random bits.
-pub(crate) const PROB_ONE: u64 = 1 << 32;
 /// Seed of the churn's random draws.
 pub(crate) const CHURN_SEED: u64 = 0xc4u64 << 32 | 0x5eed;
 
@@ -67,19 +57,18 @@ pub(crate) const CHURN_LAW: ChurnLaw =
 
 impl ChurnLaw {
     /// The five words `churn_round` reads.
-    fn words(&self) -> [u64; 5] {
-        [self.e0, self.exponents, self.run_odds, self.run_lo, self.run_hi]
+    fn words(&self) -> [u64; churn_law::WORDS] {
+        let mut w = [0; churn_law::WORDS];
+        (w[churn_law::E0], w[churn_law::EXPONENTS], w[churn_law::RUN_ODDS]) =
+            (self.e0, self.exponents, self.run_odds);
+        (w[churn_law::RUN_LO], w[churn_law::RUN_HI]) = (self.run_lo, self.run_hi);
+        w
     }
 
-    /// The size drawn from random bits `r` (the host twin of the device's `churn_size`: the
-    /// tests and the CPU model draw with it).
+    /// The size drawn from random bits `r` (the device's `churn_size` itself: the tests and
+    /// the CPU model draw with it).
     pub(crate) fn size(&self, r: u64) -> u64 {
-        if r.is_multiple_of(self.run_odds) {
-            self.run_lo + (r >> 20) % (self.run_hi - self.run_lo + 1)
-        } else {
-            let e = self.e0 + (r >> 16) % self.exponents;
-            (1u64 << e) + (r >> 24) % (1u64 << e)
-        }
+        churn_size(r, &self.words())
     }
 
     /// Expected request size in bytes.
@@ -378,16 +367,16 @@ impl Bench {
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
             let capacity = heap.capacity();
             let batch_threads = (capacity / ((lo + hi) / 2) / UTIL_BATCHES).max(1);
-            let mut counters = veballoc::zeroed_u64s(UTIL_COUNTERS)?;
-            self.upload(&mut counters, &[0u64; UTIL_COUNTERS])?;
+            let mut counters = veballoc::zeroed_u64s(util_counter::COUNT)?;
+            self.upload(&mut counters, &[0u64; util_counter::COUNT])?;
             let (arg, c) = (heap.arg(), counters.as_device_ptr().as_raw());
             let label = if lo == hi { lo.to_string() } else { format!("{lo}-{hi}") };
             let (mut first_null, mut at_first, mut ms, mut batches) = (None, 0u64, 0.0, 0u32);
-            let mut h = [0u64; UTIL_COUNTERS];
+            let mut h = [0u64; util_counter::COUNT];
             while batches < UTIL_MAX_BATCHES {
                 let seed = UTIL_SEED ^ ((batches as u64) << UTIL_SEED_SHIFT);
                 let before = h[1];
-                // SAFETY: matches util_fill (UTIL_COUNTERS words at c).
+                // SAFETY: matches util_fill (util_counter::COUNT words at c).
                 ms += self.timed(|| unsafe {
                     self.gpu.launch(
                         "util_fill",
@@ -475,9 +464,9 @@ impl Bench {
         let ptrs = veballoc::zeroed_u64s(n as usize)?;
         let sizes = DeviceBuffer::<u32>::zeroed(n as usize)?;
         let dist = DeviceBuffer::from_slice(&law.words())?;
-        let mut counters = veballoc::zeroed_u64s(CHURN_COUNTERS)?;
-        let mut init = [0u64; CHURN_COUNTERS];
-        init[CHURN_FIRST_NULL_LIVE] = u64::MAX;
+        let mut counters = veballoc::zeroed_u64s(churn_counter::COUNT)?;
+        let mut init = [0u64; churn_counter::COUNT];
+        init[churn_counter::FIRST_NULL_LIVE] = churn_counter::NO_NULL;
         // After every buffer above: upload waits for their zeroing and copies to land.
         self.upload(&mut counters, &init)?;
         let (arg, p, s, d, c) = (
@@ -493,7 +482,7 @@ impl Bench {
         // The rounds, then one that frees everything.
         for round in 0..=rounds {
             let last = round == rounds;
-            let (live, holders) = (h[CHURN_LIVE_BYTES] as f64, h[CHURN_LIVE_COUNT] as f64);
+            let (live, holders) = (h[churn_counter::LIVE_BYTES] as f64, h[churn_counter::LIVE_COUNT] as f64);
             let share = if last {
                 0.0
             } else {
@@ -501,9 +490,9 @@ impl Bench {
             };
             let (free_p, alloc_p) = (threshold(if last { 1.0 } else { CHURN_FREE_SHARE }), threshold(share));
             let (seed, r) = (CHURN_SEED, round as u64);
-            let nulls_before = h[CHURN_NULLS];
+            let nulls_before = h[churn_counter::NULLS];
             // SAFETY: matches churn_round (n pointers and sizes, the law's five words,
-            // CHURN_COUNTERS counters).
+            // churn_counter::COUNT counters).
             let ms = self.timed(|| unsafe {
                 self.gpu.launch(
                     "churn_round",
@@ -513,31 +502,31 @@ impl Bench {
                 )
             })?;
             counters.copy_to(&mut h[..])?;
-            let nulls = h[CHURN_NULLS] - nulls_before;
-            if first_null.is_none() && h[CHURN_FIRST_NULL_LIVE] != u64::MAX {
-                first_null = Some((round, h[CHURN_FIRST_NULL_LIVE] as f64 / capacity as f64));
+            let nulls = h[churn_counter::NULLS] - nulls_before;
+            if first_null.is_none() && h[churn_counter::FIRST_NULL_LIVE] != churn_counter::NO_NULL {
+                first_null = Some((round, h[churn_counter::FIRST_NULL_LIVE] as f64 / capacity as f64));
             }
-            let live_share = h[CHURN_LIVE_BYTES] as f64 / capacity as f64;
+            let live_share = h[churn_counter::LIVE_BYTES] as f64 / capacity as f64;
             println!(
                 "{:>6} | {:>7.2}% {:>10} | {:>7.4} | {nulls:>8} {:>9} | {:>5} | {ms:>9.3}",
                 if last { "free".to_string() } else { round.to_string() },
                 100.0 * live_share,
-                h[CHURN_LIVE_COUNT],
+                h[churn_counter::LIVE_COUNT],
                 share,
-                h[CHURN_NULLS],
-                h[CHURN_RUNS]
+                h[churn_counter::NULLS],
+                h[churn_counter::RUNS]
             );
             self.churn.push(ChurnPoint {
                 round,
                 threads: n,
                 capacity,
-                live_bytes: h[CHURN_LIVE_BYTES],
+                live_bytes: h[churn_counter::LIVE_BYTES],
                 live_share,
-                live_allocations: h[CHURN_LIVE_COUNT],
+                live_allocations: h[churn_counter::LIVE_COUNT],
                 alloc_share: share,
                 nulls,
-                nulls_total: h[CHURN_NULLS],
-                runs_total: h[CHURN_RUNS],
+                nulls_total: h[churn_counter::NULLS],
+                runs_total: h[churn_counter::RUNS],
                 first_null_live_share: first_null.map(|f| f.1),
                 ms,
             });
@@ -547,17 +536,22 @@ impl Bench {
             Some((round, share)) => println!(
                 "churn: first null in round {round} with {:.2}% of the heap live; {} nulls in all",
                 100.0 * share,
-                h[CHURN_NULLS]
+                h[churn_counter::NULLS]
             ),
             None => println!("churn: no null in {rounds} rounds"),
         }
-        if h[CHURN_BAD_WORDS] != 0 {
-            return Err(format!("churn: {} wrong words (allocations overlapped)", h[CHURN_BAD_WORDS]).into());
+        if h[churn_counter::BAD_WORDS] != 0 {
+            return Err(format!(
+                "churn: {} wrong words (allocations overlapped)",
+                h[churn_counter::BAD_WORDS]
+            )
+            .into());
         }
-        if h[CHURN_LIVE_BYTES] != 0 || h[CHURN_LIVE_COUNT] != 0 {
+        if h[churn_counter::LIVE_BYTES] != 0 || h[churn_counter::LIVE_COUNT] != 0 {
             return Err(format!(
                 "churn: after freeing everything {} bytes in {} allocations still count as live",
-                h[CHURN_LIVE_BYTES] as i64, h[CHURN_LIVE_COUNT] as i64
+                h[churn_counter::LIVE_BYTES] as i64,
+                h[churn_counter::LIVE_COUNT] as i64
             )
             .into());
         }

@@ -2,6 +2,9 @@
 //! launch. User kernels call `DeviceHeap::malloc`/`free` directly.
 
 use crate::arch;
+use crate::harness::{
+    churn_counter, churn_law, churn_size, pattern, round_draw, util_counter, FLOOR_COUNTER_STRIDE, PROB_MASK,
+};
 use crate::heap::DeviceHeap;
 use crate::mix;
 use crate::slice::SLOT_ROWS;
@@ -208,12 +211,6 @@ pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n:
     }
 }
 
-/// Pattern word for thread `i` in round `tag`.
-#[inline(always)]
-fn pattern(i: u64, tag: u64) -> u32 {
-    (i as u32) ^ ((tag as u32).wrapping_mul(0x9e37_79b9))
-}
-
 /// Writes `pattern(i, tag)` into every 4-byte word of thread i's allocation (skips nulls).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_write(ptrs: *const u64, n: u64, size: u64, sizes: *const u32, tag: u64) {
@@ -313,7 +310,7 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
             heap.free(p as *mut u8);
             *slot = 0;
         }
-        let r = mix(seed ^ mix(i ^ (round << 40)));
+        let r = round_draw(seed, i, round);
         if last == 0 && r % 4 != 0 {
             // About one request in 20 is for a whole block (up to max_size), the rest for slices.
             let size = if r % 64 < 4 && max_size > 4096 {
@@ -444,9 +441,6 @@ pub unsafe extern "ptx-kernel" fn cuda_free(ptrs: *const u64, n: u64) {
 
 /// Every lane of a warp (the harness launches whole blocks of 256 threads).
 const FULL_WARP: u32 = u32::MAX;
-/// u64 words between two per-multiprocessor counters of the floors: 128 bytes, one L2 line
-/// each, so that no two multiprocessors' atomics meet on a line.
-const FLOOR_COUNTER_STRIDE: u64 = 16;
 /// What the allocation floor aligns every request to (veballoc's slice alignment).
 const FLOOR_ALIGN: u64 = 16;
 
@@ -554,16 +548,13 @@ fn warp_sum_u64(v: u64) -> u64 {
     sum
 }
 
-/// Words of `util_fill`'s counters: bytes served, requests served, nulls.
-const UTIL_COUNTERS: usize = 3;
-
 /// One batch of the utilisation fill: thread i < n asks for a size uniform in [lo, hi]
-/// (drawn from `seed ^ i`) and keeps it. `counters` (`UTIL_COUNTERS` words): requested bytes
+/// (drawn from `seed ^ i`) and keeps it. `counters` (`util_counter::COUNT` words): requested bytes
 /// served, requests served, nulls; one atomic per warp each. Whole warps (threads past n
 /// take part with nothing).
 ///
 /// # Safety
-/// `heap` is a live heap; `counters` holds `UTIL_COUNTERS` words; `lo <= hi`.
+/// `heap` is a live heap; `counters` holds `util_counter::COUNT` words; `lo <= hi`.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn util_fill(
     heap: DeviceHeap,
@@ -586,63 +577,29 @@ pub unsafe extern "ptx-kernel" fn util_fill(
     let bytes = warp_sum_u64(got);
     let served = arch::ballot_sync(FULL_WARP, got != 0).count_ones() as u64;
     let nulls = arch::ballot_sync(FULL_WARP, null).count_ones() as u64;
-    let counts: [u64; UTIL_COUNTERS] = [bytes, served, nulls];
+    let mut counts = [0u64; util_counter::COUNT];
+    (counts[util_counter::BYTES], counts[util_counter::SERVED], counts[util_counter::NULLS]) =
+        (bytes, served, nulls);
     if arch::lane_id() == 0 {
         for (k, v) in counts.into_iter().enumerate() {
             if v != 0 {
-                // SAFETY: the host passes UTIL_COUNTERS words. Relaxed: counts read after the kernel.
+                // SAFETY: the host passes util_counter::COUNT words. Relaxed: counts read after the kernel.
                 unsafe { &*(counters.add(k) as *const crate::atomic::Atom64) }.fetch_add_relaxed(v);
             }
         }
     }
 }
 
-/// `churn_round`'s counters (u64 words): live requested bytes, live allocations (both
-/// wrapping sums of + on malloc and - on free), nulls, bad words, segment runs served, live
-/// bytes when the first null came (the host sets it to u64::MAX; the first null writes it).
-const CHURN_LIVE_BYTES: usize = 0;
-const CHURN_LIVE_COUNT: usize = 1;
-const CHURN_NULLS: usize = 2;
-const CHURN_BAD_WORDS: usize = 3;
-const CHURN_RUNS: usize = 4;
-const CHURN_FIRST_NULL_LIVE: usize = 5;
-/// `churn_round`'s size law (u64 words of `dist`): smallest exponent e0, number of exponents
-/// m (a request of the main law is uniform in [2^e, 2^(e+1)) with e uniform in
-/// e0..e0+m), one request in `odds` is a segment run uniform in [run_lo, run_hi].
-const DIST_E0: usize = 0;
-const DIST_EXPONENTS: usize = 1;
-const DIST_RUN_ODDS: usize = 2;
-const DIST_RUN_LO: usize = 3;
-const DIST_RUN_HI: usize = 4;
-/// Probabilities are passed as thresholds on 32 random bits: 2^32 means always.
-const PROB_BITS: u32 = 32;
-
-/// The churn's request size from random bits `r` and the law in `dist`.
-///
-/// # Safety
-/// `dist` must hold the five words above, with `exponents > 0`, `odds > 0`, `run_lo <= run_hi`.
-#[inline(always)]
-unsafe fn churn_size(r: u64, dist: *const u64) -> u64 {
-    // SAFETY: the caller passes the five words.
-    let w = |k: usize| unsafe { *dist.add(k) };
-    if r.is_multiple_of(w(DIST_RUN_ODDS)) {
-        w(DIST_RUN_LO) + (r >> 20) % (w(DIST_RUN_HI) - w(DIST_RUN_LO) + 1)
-    } else {
-        let e = w(DIST_E0) + (r >> 16) % w(DIST_EXPONENTS);
-        (1u64 << e) + (r >> 24) % (1u64 << e)
-    }
-}
-
 /// One churn round over n threads, each holding at most one allocation (`ptrs[i]`, its
 /// requested size in `sizes[i]`): a holder frees with probability `free_p / 2^32` (checking
 /// the first and last word it wrote), then a thread holding nothing asks for a size from
-/// `dist` with probability `alloc_p / 2^32` and writes its first and last word. `counters`
-/// as listed above (`CHURN_*`).
+/// `dist` with probability `alloc_p / 2^32` and writes its first and last word. `counters` as
+/// in `harness::churn_counter`, `dist` as in `harness::churn_law`.
 ///
 /// # Safety
 /// `heap` is a live heap; `ptrs` and `sizes` hold n entries, each pointer null or from this
 /// heap for `sizes[i]` bytes (>= 16) and written by an earlier round; `dist` holds the law's
-/// five words (see `churn_size`); `counters` holds six words.
+/// words; `counters` holds `churn_counter::COUNT` words.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn churn_round(
     heap: DeviceHeap,
@@ -660,42 +617,43 @@ pub unsafe extern "ptx-kernel" fn churn_round(
     if i >= n {
         return;
     }
-    // SAFETY: the host passes n pointers and sizes, the law's five words and six counters;
-    // every non-null pointer came from this heap's malloc for sizes[i] (>= 16) bytes.
+    // SAFETY: the host passes n pointers and sizes, churn_law::WORDS words of the law and
+    // churn_counter::COUNT counters; every non-null pointer came from this heap's malloc for
+    // sizes[i] (>= 16) bytes.
     unsafe {
         let c = |k: usize| &*(counters.add(k) as *const crate::atomic::Atom64);
         let slot = ptrs.add(i as usize);
-        let r = mix(seed ^ mix(i ^ (round << 40)));
-        let bits = (1u64 << PROB_BITS) - 1;
+        let r = round_draw(seed, i, round);
         let mut held = *slot as *mut u32;
-        if !held.is_null() && (r & bits) < free_p {
+        if !held.is_null() && (r & PROB_MASK) < free_p {
             let size = *sizes.add(i as usize) as u64;
             let last = (size / 4 - 1) as usize;
             let want = pattern(i, size);
             let bad = (held.read() != want) as u64 + (held.add(last).read() != want) as u64;
             if bad != 0 {
                 // Relaxed: counts read after the kernel.
-                c(CHURN_BAD_WORDS).fetch_add_relaxed(bad);
+                c(churn_counter::BAD_WORDS).fetch_add_relaxed(bad);
             }
             heap.free(held as *mut u8);
             *slot = 0;
             held = core::ptr::null_mut();
             // Relaxed: running sums (wrapping), read between rounds.
-            c(CHURN_LIVE_BYTES).fetch_add_relaxed(size.wrapping_neg());
-            c(CHURN_LIVE_COUNT).fetch_add_relaxed(u64::MAX);
+            c(churn_counter::LIVE_BYTES).fetch_add_relaxed(size.wrapping_neg());
+            c(churn_counter::LIVE_COUNT).fetch_add_relaxed(u64::MAX);
         }
         let r2 = mix(r);
-        if held.is_null() && (r2 & bits) < alloc_p {
-            let size = churn_size(mix(r2 ^ round), dist);
+        if held.is_null() && (r2 & PROB_MASK) < alloc_p {
+            let law: [u64; churn_law::WORDS] = core::array::from_fn(|k| *dist.add(k));
+            let size = churn_size(mix(r2 ^ round), &law);
             let q = heap.malloc(size) as *mut u32;
             if q.is_null() {
                 // Relaxed: counts read after the kernel.
-                c(CHURN_NULLS).fetch_add_relaxed(1);
+                c(churn_counter::NULLS).fetch_add_relaxed(1);
                 // Relaxed load: the live bytes near the moment of the first null. The CAS lets
                 // only the first null's value land (the host set the word to u64::MAX); its
                 // acq_rel order is more than needed (the shim's only CAS).
-                let now = c(CHURN_LIVE_BYTES).load_relaxed();
-                let _ = c(CHURN_FIRST_NULL_LIVE).cas_acq_rel(u64::MAX, now);
+                let now = c(churn_counter::LIVE_BYTES).load_relaxed();
+                let _ = c(churn_counter::FIRST_NULL_LIVE).cas_acq_rel(churn_counter::NO_NULL, now);
             } else {
                 let want = pattern(i, size);
                 q.write(want);
@@ -703,10 +661,10 @@ pub unsafe extern "ptx-kernel" fn churn_round(
                 *slot = q as u64;
                 *sizes.add(i as usize) = size as u32;
                 // Relaxed: as above.
-                c(CHURN_LIVE_BYTES).fetch_add_relaxed(size);
-                c(CHURN_LIVE_COUNT).fetch_add_relaxed(1);
+                c(churn_counter::LIVE_BYTES).fetch_add_relaxed(size);
+                c(churn_counter::LIVE_COUNT).fetch_add_relaxed(1);
                 if size > crate::SEGMENT_BYTES {
-                    c(CHURN_RUNS).fetch_add_relaxed(1);
+                    c(churn_counter::RUNS).fetch_add_relaxed(1);
                 }
             }
         }

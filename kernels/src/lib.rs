@@ -16,6 +16,7 @@ pub mod arch;
 pub mod atomic;
 pub mod block;
 pub mod class;
+pub mod harness;
 pub mod veb;
 
 #[cfg(not(loom))]
