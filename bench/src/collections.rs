@@ -30,9 +30,8 @@ impl Bench {
         eprint!("  [collections: the expected results on the CPU] ...\r");
         let want: Vec<u64> = (0..n).map(|i| work(i, SEED)).collect();
         let want_maps: Vec<u64> = (0..warps).map(|w| warp_map(w, SEED)).collect();
-        if self.gpu.stack_size()? < veballoc::GLOBAL_ALLOC_STACK_BYTES {
-            self.gpu.set_stack_size(veballoc::GLOBAL_ALLOC_STACK_BYTES)?;
-        }
+        // Both allocators' kernels run the same collections, which need this stack.
+        self.gpu.ensure_stack_size(veballoc::GLOBAL_ALLOC_STACK_BYTES)?;
         println!(
             "\ncollections: {n} threads, Vec<u32> by push (up to 4 KiB) + Box + format! + BTreeMap per \
              thread, then a BTreeMap per warp; medians (ms), results checked"

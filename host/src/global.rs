@@ -131,9 +131,7 @@ impl Heap {
     /// ([`GlobalBinding::explain`]). Errors: `Error::NoGlobalAllocator` for a module without
     /// veballoc's global allocator.
     pub fn bind_global(&self, module: &Module) -> Result<GlobalBinding> {
-        if self.gpu().stack_size()? < GLOBAL_ALLOC_STACK_BYTES {
-            self.gpu().set_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
-        }
+        self.gpu().ensure_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
         let binding = GlobalBinding::register(self.gpu(), module)?;
         write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;
         Ok(binding)

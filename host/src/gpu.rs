@@ -324,6 +324,14 @@ impl Gpu {
             .during("cuCtxSetLimit (stack size)")
     }
 
+    /// Raises the stack each GPU thread gets to at least `bytes` (never lowers it).
+    pub fn ensure_stack_size(&self, bytes: usize) -> Result<()> {
+        if self.stack_size()? < bytes {
+            self.set_stack_size(bytes)?;
+        }
+        Ok(())
+    }
+
     /// The stack each GPU thread gets, in bytes.
     pub fn stack_size(&self) -> Result<usize> {
         let _on = self.bind()?;

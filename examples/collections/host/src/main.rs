@@ -4,7 +4,9 @@
 //! allocator; the results are checked against the same logic on the CPU. Then the try-APIs in
 //! a kernel, and (each in a process of its own, since a trap ends the GPU context)
 //! `--unbound`: a kernel allocating with no heap bound, and `--too-much`: an infallible
-//! allocation larger than the heap; both must end with a clear error.
+//! allocation larger than the heap; both must end with a clear error. `--hash N`: a
+//! device-wide hash table of N keys. (`veballoc-bench collections` measures these kernels
+//! against CUDA's device malloc as their global allocator.)
 
 use std::time::Instant;
 
@@ -12,10 +14,6 @@ use veballoc::{Error, Gpu, Heap};
 
 /// The example's kernels, built from `examples/collections/kernels` by build.rs.
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/collections.ptx"));
-/// The same kernels with CUDA's device malloc as their global allocator.
-const PTX_CUDA_MALLOC: &str = include_str!(concat!(env!("OUT_DIR"), "/collections-cuda-malloc.ptx"));
-/// CUDA's device malloc heap for the comparison (as large as veballoc's).
-const CUDA_MALLOC_HEAP: usize = 8 << 30;
 /// Threads per block.
 const BLOCK: u32 = 256;
 /// Stack per GPU thread for these kernels (format!, BTreeMap): see `Gpu::set_stack_size`.
@@ -45,7 +43,6 @@ fn main() {
     let result = match args.first().map(String::as_str) {
         Some("--unbound") => unbound(&gpu),
         Some("--too-much") => too_much(&gpu),
-        Some("--compare") => compare(&gpu, args.get(1).map_or(1 << 16, |n| n.parse().expect("threads"))),
         Some("--hash") => hash(&gpu, args.get(1).map_or(1 << 20, |n| n.parse().expect("keys"))),
         other => run(&gpu, other.map_or(1 << 20, |n| n.parse().expect("threads"))),
     };
@@ -149,43 +146,6 @@ fn too_much(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
             Err(format!("expected KernelAlloc {{ no_heap: false, size: {bytes} }}, got {other:?}").into())
         }
     }
-}
-
-/// Times `collections_run` on `n` threads with veballoc and with CUDA's device malloc as the
-/// kernels' global allocator (the same kernel crate, two PTX builds), checking both.
-fn compare(gpu: &Gpu, n: u64) -> Result<(), Box<dyn std::error::Error>> {
-    use veballoc::cust::context::{CurrentContext, ResourceLimit};
-    let _on = gpu.bind()?;
-    CurrentContext::set_resource_limit(ResourceLimit::MallocHeapSize, CUDA_MALLOC_HEAP)?;
-    let heap = Heap::new(gpu, 8 << 30)?;
-    let ours = gpu.load_module(PTX, veballoc::DEFAULT_MAX_REGISTERS)?;
-    let global = heap.bind_global(&ours)?;
-    let theirs = gpu.load_module(PTX_CUDA_MALLOC, veballoc::DEFAULT_MAX_REGISTERS)?;
-    let out = gpu.zeroed::<u64>(n as usize)?;
-    let o = out.as_device_ptr().as_raw();
-    let want: Vec<u64> = (0..n).map(|i| collections_kernels::work(i, SEED)).collect();
-    println!(
-        "{} (driver {}): {n} threads, Vec/Box/String/BTreeMap per thread; ms per launch",
-        gpu.name(),
-        gpu.driver_version()
-    );
-    for (name, module) in [("veballoc", &ours), ("CUDA malloc", &theirs)] {
-        let mut times = Vec::new();
-        for _ in 0..3 {
-            let t = Instant::now();
-            // SAFETY: collections_run(out, n, seed) with n output words.
-            unsafe { gpu.launch_in(module, "collections_run", n, BLOCK, veballoc::kernel_args![o, n, SEED]) }
-                .and_then(|_| gpu.sync())
-                .map_err(|e| global.explain(e))?;
-            times.push(t.elapsed().as_secs_f64() * 1e3);
-            let mut got = vec![0u64; n as usize];
-            gpu.copy_out(&out, &mut got)?;
-            assert_eq!(got, want, "{name}: collections differ from the CPU's");
-        }
-        times.sort_by(|a, b| a.total_cmp(b));
-        println!("  {name:>12}: median {:.3} ms (runs {times:.3?}), results checked", times[1]);
-    }
-    Ok(())
 }
 
 /// A device-wide chained hash table: `n` threads each box a node and push it onto its bucket
