@@ -9,19 +9,13 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take,
-    split_gid, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    split_gid, Blocks, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
-use crate::class::class_of;
-use crate::heap::DeviceHeap;
+use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
 
-/// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
-/// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
-/// asks for, so that a block serves many warps whatever their sizes.
-pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];
-/// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
-/// kept apart so that their hand-out stays warp-contiguous).
-pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
+pub use crate::class::PACKED_CLASSES;
+pub use crate::layout::SLOT_ROWS;
 /// The row of packed class `PACKED_CLASSES[i]`.
 #[inline(always)]
 pub const fn packed_row(i: usize) -> usize {
@@ -41,37 +35,39 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
     }
 }
 
-impl DeviceHeap {
+/// The slice layer's part of the metadata: the current-block slot words (one per row and
+/// shard), with the block layer (`Blocks`) beneath for installing, recycling and stealing
+/// blocks. A `Copy` view (two words) that the heap builds from its layout
+/// (`DeviceHeap::slots`).
+#[derive(Clone, Copy, Debug)]
+pub struct Slots<'a> {
+    blocks: Blocks<'a>,
+}
+
+impl<'a> Slots<'a> {
+    /// The slots over the blocks `blocks`.
+    #[inline(always)]
+    pub fn new(blocks: Blocks<'a>) -> Self {
+        Self { blocks }
+    }
+
+    /// The heap's layout.
+    #[inline(always)]
+    pub fn layout(&self) -> &'a HeapLayout {
+        self.blocks.layout()
+    }
+
     /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
     #[inline(always)]
-    pub(crate) fn current(&self, row: usize, shard: u32) -> &Atom64 {
+    pub(crate) fn current(&self, row: usize, shard: u32) -> &'a Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
         // SAFETY: the layout reserved SLOT_ROWS * shards words at current_off.
         unsafe {
             &crate::atomic::words(
-                self.meta + self.layout().current_off,
+                self.blocks.segments().meta() + self.layout().current_off,
                 SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
-    }
-
-    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
-    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
-    /// heap is out of memory.
-    #[inline]
-    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        self.take_in_row(c, n)
-    }
-
-    /// `take_slices`, marking the slices handed out when the heap runs the checks: what
-    /// every caller that hands slices to threads uses.
-    #[inline(always)]
-    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        let taken = self.take_slices(c, n);
-        if let (Some((base, got)), true) = (taken, self.checking()) {
-            self.mark_handed_out(base, c, got);
-        }
-        taken
     }
 
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
@@ -140,7 +136,7 @@ impl DeviceHeap {
             let _ = self.install_next(row, slot);
         }
         let c = row_class_kind(row).0;
-        (self.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
+        (self.blocks.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
     }
 
     /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an
@@ -148,12 +144,12 @@ impl DeviceHeap {
     #[inline(never)]
     fn install_next(&self, row: usize, slot: &Atom64) -> bool {
         let (c, kind) = row_class_kind(row);
-        let Some(gid) = self.claim_block(group_of(c)) else {
+        let Some(gid) = self.blocks.claim_block(group_of(c)) else {
             self.retire_slot(row, slot);
             return false;
         };
         let (seg, local) = split_gid(gid);
-        self.block_meta(seg, local).install(kind, c);
+        self.blocks.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
@@ -184,7 +180,7 @@ impl DeviceHeap {
     /// completes the block recycles it.
     #[inline(always)]
     pub(crate) fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
-        if self.block_meta(seg, local).give_back(k, slices_per_block(c)) {
+        if self.blocks.block_meta(seg, local).give_back(k, slices_per_block(c)) {
             self.recycle(seg, local);
         }
     }
@@ -193,10 +189,10 @@ impl DeviceHeap {
     #[inline(never)]
     fn recycle(&self, seg: u32, local: u32) {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
-        let entry = self.seg_table(seg).load_acquire();
+        let entry = self.blocks.segments().seg_table(seg).load_acquire();
         if let SegKind::Group(g) = seg_kind(entry) {
-            self.block_meta(seg, local).park();
-            self.release_block(g, gid_of(seg, local));
+            self.blocks.block_meta(seg, local).park();
+            self.blocks.release_block(g, gid_of(seg, local));
         }
     }
 
@@ -233,7 +229,7 @@ impl DeviceHeap {
             }
         }
         for seg in 0..self.layout().num_segments {
-            self.trim_segment(seg);
+            self.blocks.trim_segment(seg);
         }
     }
 }
