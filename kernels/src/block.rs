@@ -161,8 +161,8 @@ pub enum SlotTake {
     /// Slices `start .. start + got` of block `gid` are ours; `exhausted`: this add took the
     /// block's last slice (or went past it), so this taker must install the next block.
     Fresh { gid: u64, start: u32, got: u32, exhausted: bool },
-    /// The block is used up; its exhauster is installing the next one.
-    Full,
+    /// Block `gid` is used up; its exhauster is installing the next one.
+    Full { gid: u64 },
     /// No block; `elected`: this add was the first since the slot emptied, so this taker
     /// installs one (every later add sees a non-zero count and waits).
     Empty { elected: bool },
@@ -178,10 +178,25 @@ pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
     let old = slot.fetch_add_acquire(n as u64);
     match slot_parts(old) {
         (None, count) => SlotTake::Empty { elected: count == 0 },
-        (Some(_), count) if count >= per_block => SlotTake::Full,
+        (Some(gid), count) if count >= per_block => SlotTake::Full { gid },
         (Some(gid), start) => {
             SlotTake::Fresh { gid, start, got: n.min(per_block - start), exhausted: start + n >= per_block }
         }
+    }
+}
+
+/// Whether slot word `w` no longer shows what a taker that got `Full { gid }` (`full`:
+/// `Some(gid)`) or an unelected `Empty` (`None`) saw: a block with slices left (a new one, or
+/// the same one recycled and installed again), or an empty slot whose next add elects an
+/// installer. Waiters poll this with plain loads instead of adding to the slot, so that the
+/// word every waiting warp of a multiprocessor would hammer stays quiet for the installer (each
+/// add on a hot word queues at its L2 slice behind the others). `per_block`: as in `slot_take`.
+#[inline(always)]
+pub const fn slot_moved_on(w: u64, full: Option<u64>, per_block: u32) -> bool {
+    match (slot_parts(w), full) {
+        ((None, handed), _) => handed == 0,
+        ((Some(g), handed), Some(old)) => g != old || handed < per_block,
+        ((Some(_), _), None) => true,
     }
 }
 
@@ -261,7 +276,13 @@ impl crate::heap::DeviceHeap {
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
         // One pass (no exactness check): claim_block retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
-        let gid = self.block_tree(g).try_claim_spread(0, spread)?;
+        let t0 = crate::trace::now();
+        let got = self.block_tree(g).try_claim_spread(0, spread);
+        if crate::trace::ON {
+            crate::trace::add(self.meta, crate::trace::Event::TreeNs, crate::trace::now() - t0);
+            crate::trace::add(self.meta, crate::trace::Event::TreeMisses, got.is_none() as u64);
+        }
+        let gid = got?;
         // AcqRel: counts the block out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
@@ -290,6 +311,7 @@ impl crate::heap::DeviceHeap {
                 break;
             }
             if !locked || Self::enter_format(lock, formatters(g)) {
+                crate::trace::add(self.meta, crate::trace::Event::FormatEntries, 1);
                 got = if locked { self.claim_from_tree(g) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
@@ -299,6 +321,7 @@ impl crate::heap::DeviceHeap {
                     } else {
                         1
                     };
+                    let t0 = crate::trace::now();
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
                         let Some(seg) = self.seg_tree().try_claim_spread(0, 0) else { break };
@@ -306,6 +329,9 @@ impl crate::heap::DeviceHeap {
                         if i == 0 {
                             got = Some(gid_of(seg as u32, 0));
                         }
+                    }
+                    if crate::trace::ON {
+                        crate::trace::add(self.meta, crate::trace::Event::FormatNs, crate::trace::now() - t0);
                     }
                 }
                 if locked {
@@ -327,6 +353,7 @@ impl crate::heap::DeviceHeap {
                 // Relaxed: a sizing hint for the lock holder.
                 waiters.fetch_add_relaxed(1);
             }
+            crate::trace::add(self.meta, crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
                 break;
             }
@@ -368,5 +395,29 @@ impl crate::heap::DeviceHeap {
         if old & crate::segment::OUT_COUNT_MASK == 1 {
             self.try_reclaim(seg, g);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_see_a_slot_move_on() {
+        let per_block = 256;
+        // Full on block 7: still block 7 used up (more adds overshoot) → keep waiting.
+        assert!(!slot_moved_on(slot_value(7, per_block), Some(7), per_block));
+        assert!(!slot_moved_on(slot_value(7, per_block + 40), Some(7), per_block));
+        // A new block, or block 7 recycled and installed again (count reset).
+        assert!(slot_moved_on(slot_value(8, 0), Some(7), per_block));
+        assert!(slot_moved_on(slot_value(8, per_block), Some(7), per_block));
+        assert!(slot_moved_on(slot_value(7, 3), Some(7), per_block));
+        // Retired: the next add elects an installer.
+        assert!(slot_moved_on(0, Some(7), per_block));
+        // Unelected on an empty slot: wait while the installer works, go once it is done
+        // (a block) or gave up (the slot emptied again).
+        assert!(!slot_moved_on(5, None, per_block)); // no block, 5 slices asked
+        assert!(slot_moved_on(slot_value(3, 0), None, per_block));
+        assert!(slot_moved_on(0, None, per_block));
     }
 }

@@ -17,6 +17,8 @@ pub mod atomic;
 pub mod block;
 pub mod class;
 pub mod harness;
+#[cfg(not(loom))]
+pub mod trace;
 pub mod veb;
 
 #[cfg(not(loom))]

@@ -131,6 +131,7 @@ impl DeviceHeap {
     #[inline(never)]
     pub(crate) fn format_segment(&self, seg: u32, g: usize, kept: u32) {
         let bps = group_blocks_per_segment(g);
+        crate::trace::add(self.meta, crate::trace::Event::Formats, 1);
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.

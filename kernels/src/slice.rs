@@ -8,12 +8,13 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take,
-    split_gid, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_moved_on, slot_parts, slot_retire,
+    slot_take, split_gid, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::class::class_of;
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
+use crate::trace::{self, Event};
 
 /// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
 /// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
@@ -83,10 +84,18 @@ impl DeviceHeap {
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
         let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
-        loop {
-            match slot_take(slot, n, per_block) {
+        // Trace only: when this taker began to wait, and its polls and `Full` takes.
+        let (mut waited_since, mut polls, mut fulls) = (0, 0, 0);
+        'take: loop {
+            let full = match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
-                    return Some(self.took(row, slot, gid, start, got, exhausted))
+                    if trace::ON && waited_since != 0 {
+                        trace::add(self.meta, Event::WaitNs, trace::now() - waited_since);
+                        trace::add(self.meta, Event::Waits, 1);
+                        trace::add(self.meta, Event::TakeSleeps, polls);
+                        trace::add(self.meta, Event::TakeFull, fulls);
+                    }
+                    return Some(self.took(row, slot, gid, start, got, exhausted));
                 }
                 SlotTake::Empty { elected: true } => {
                     if !self.install_next(row, slot) {
@@ -94,11 +103,27 @@ impl DeviceHeap {
                         // hold is the last memory of this class.
                         return self.steal(row, n);
                     }
+                    continue;
                 }
-                SlotTake::Full | SlotTake::Empty { elected: false } => {
-                    if !wait.sleep() {
-                        break;
-                    }
+                SlotTake::Full { gid } => Some(gid),
+                SlotTake::Empty { elected: false } => None,
+            };
+            if trace::ON {
+                if waited_since == 0 {
+                    waited_since = trace::now();
+                }
+                fulls += full.is_some() as u64;
+            }
+            // Another warp installs the next block: poll with loads until it has (see
+            // slot_moved_on), then add again.
+            loop {
+                if !wait.sleep() {
+                    break 'take;
+                }
+                polls += trace::ON as u64;
+                // Relaxed: a hint of when to add again; the add decides.
+                if slot_moved_on(slot.load_relaxed(), full, per_block) {
+                    break;
                 }
             }
         }
@@ -148,7 +173,12 @@ impl DeviceHeap {
     #[inline(never)]
     fn install_next(&self, row: usize, slot: &Atom64) -> bool {
         let (c, kind) = row_class_kind(row);
-        let Some(gid) = self.claim_block(group_of(c)) else {
+        let t0 = trace::now();
+        let claimed = self.claim_block(group_of(c));
+        if trace::ON {
+            trace::add(self.meta, Event::ClaimNs, trace::now() - t0);
+        }
+        let Some(gid) = claimed else {
             self.retire_slot(row, slot);
             return false;
         };
@@ -156,7 +186,11 @@ impl DeviceHeap {
         self.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
-        if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
+        let replaced = slot_install(slot, gid);
+        if trace::ON {
+            trace::install(self.meta, trace::now() - t0);
+        }
+        if let (Some(old), handed) = slot_parts(replaced) {
             self.give_back_rest(c, old, handed);
         }
         true
