@@ -142,6 +142,29 @@ impl BlockMeta {
     }
 }
 
+/// Blocks taken from a group's tree with one claim: bit `i` of `mask` is block `base + i` of
+/// segment `seg` (the bits of one leaf word of the tree, which never spans two segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockBatch {
+    pub seg: u32,
+    pub base: u32,
+    pub mask: u64,
+}
+
+impl BlockBatch {
+    /// The batch's lowest block.
+    #[inline(always)]
+    pub const fn first(&self) -> u64 {
+        gid_of(self.seg, self.base + self.mask.trailing_zeros())
+    }
+
+    /// The batch less its lowest block (`mask` 0 when it had one).
+    #[inline(always)]
+    pub const fn rest(&self) -> Self {
+        Self { mask: self.mask & (self.mask.wrapping_sub(1)), ..*self }
+    }
+}
+
 /// A slot word: `(gid + 1) << 32 | slices handed out`; 0 means no block.
 #[inline(always)]
 pub const fn slot_value(gid: u64, handed: u32) -> u64 {
@@ -270,49 +293,60 @@ impl crate::heap::DeviceHeap {
         v < max && lock.cas_acq_rel(v, v + 1).is_ok()
     }
 
-    /// Takes a block from the tree of group `g` and counts it out of its segment.
-    fn claim_from_tree(&self, g: usize) -> Option<u64> {
+    /// Takes up to `k` blocks (at least one) from the tree of group `g`, in one leaf word,
+    /// and counts them out of their segment.
+    fn claim_from_tree(&self, g: usize, k: u32) -> Option<BlockBatch> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
         // One pass (no exactness check): claim_block retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
         let t0 = crate::trace::now();
-        let got = self.block_tree(g).try_claim_spread(0, spread);
+        let got = self.block_tree(g).try_claim_bits(0, spread, k);
         if crate::trace::ON {
             crate::trace::add(self.meta, crate::trace::Event::TreeNs, crate::trace::now() - t0);
             crate::trace::add(self.meta, crate::trace::Event::TreeMisses, got.is_none() as u64);
         }
-        let gid = got?;
-        // AcqRel: counts the block out before anyone can see the segment as all-free;
+        let (word, mask) = got?;
+        let (seg, base) = split_gid(word * crate::veb::WORD_BITS);
+        // AcqRel: counts the blocks out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
-        Some(gid)
+        self.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
+        Some(BlockBatch { seg, base, mask })
     }
 
-    /// Takes a free block of group `g`, formatting a fresh segment when the group has none.
-    /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
-    /// means that the group's tree and the segment tree were both seen empty (or, after
-    /// `FORMAT_WAIT_NS`, that another thread's format never ended).
-    #[inline(never)]
+    /// Takes a free block of group `g` (see `claim_blocks`).
+    #[inline(always)]
     pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {
+        self.claim_blocks(g, 1).map(|b| b.first())
+    }
+
+    /// Takes up to `k` (1..=64) free blocks of group `g`, at least one, formatting a fresh
+    /// segment when the group has none. The blocks are parked (free count zero); the caller
+    /// installs them or marks them whole. `None` means that the group's tree and the segment
+    /// tree were both seen empty (or, after `FORMAT_WAIT_NS`, that another thread's format
+    /// never ended).
+    #[inline(never)]
+    pub(crate) fn claim_blocks(&self, g: usize, k: u32) -> Option<BlockBatch> {
         // At most `formatters(g)` threads format segments for a group at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
         // need. A group with one block per segment formats directly: nothing to share.
         let bps = group_blocks_per_segment(g);
+        // A fresh segment's first blocks are the formatter's own batch.
+        let k = k.clamp(1, bps.min(crate::veb::WORD_BITS as u32));
         let locked = bps > 1;
         let (lock, waiters) = self.format_lock(g);
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         let mut waiting = false;
         let mut got;
         loop {
-            got = self.claim_from_tree(g);
+            got = self.claim_from_tree(g, k);
             if got.is_some() {
                 break;
             }
             if !locked || Self::enter_format(lock, formatters(g)) {
                 crate::trace::add(self.meta, crate::trace::Event::FormatEntries, 1);
-                got = if locked { self.claim_from_tree(g) } else { None };
+                got = if locked { self.claim_from_tree(g, k) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
@@ -325,9 +359,9 @@ impl crate::heap::DeviceHeap {
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
                         let Some(seg) = self.seg_tree().try_claim_spread(0, 0) else { break };
-                        self.format_segment(seg as u32, g, (i == 0) as u32);
+                        self.format_segment(seg as u32, g, if i == 0 { k } else { 0 });
                         if i == 0 {
-                            got = Some(gid_of(seg as u32, 0));
+                            got = Some(BlockBatch { seg: seg as u32, base: 0, mask: u64::MAX >> (64 - k) });
                         }
                     }
                     if crate::trace::ON {
@@ -338,7 +372,7 @@ impl crate::heap::DeviceHeap {
                     // Release: our inserts happen-before the next formatter's entry.
                     lock.fetch_sub_acq_rel(1);
                 }
-                got = got.or_else(|| self.claim_from_tree(g));
+                got = got.or_else(|| self.claim_from_tree(g, k));
                 // Out of memory only when both trees are empty by the exact searches (the
                 // one-pass claims above may miss an index for a moment); a claim that lost its
                 // races to other claimers, or missed, tries again.

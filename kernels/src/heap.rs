@@ -115,6 +115,11 @@ pub struct HeapLayout {
     pub bits_off: u64,
     /// Total metadata bytes.
     pub meta_bytes: u64,
+    /// Per current slot: blocks claimed ahead for it (see `slice::reserve_parts`).
+    pub reserve_off: u64,
+    /// Per current slot: when its block was installed, and its batch size (see
+    /// `DeviceHeap::install_next`).
+    pub pace_off: u64,
 }
 
 impl HeapLayout {
@@ -152,6 +157,10 @@ impl HeapLayout {
         if checks {
             off += n * crate::check::BIT_WORDS_PER_SEGMENT * 8;
         }
+        let reserve_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
+        let pace_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
         Self {
             num_segments,
             shards,
@@ -172,6 +181,8 @@ impl HeapLayout {
             sweep_off,
             bits_off,
             meta_bytes: off,
+            reserve_off,
+            pace_off,
         }
     }
 
