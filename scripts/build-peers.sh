@@ -82,11 +82,14 @@ declare -A defs=(
   [peer_ouro_p_s]="-DTEST_OUROBOROS -DTEST_PAGES"
   [peer_ouro_c_s]="-DTEST_OUROBOROS -DTEST_CHUNKS"
 )
+# Include paths (and, for Ouroboros, the two front-end flags of the survey's BaseCMake.cmake
+# that its headers need: a constexpr __device__ call from host code, device lambdas).
+ouro_flags="-I$stage/survey/frameworks/ouroboros/repository/include --expt-relaxed-constexpr --expt-extended-lambda"
 declare -A incs=(
   [peer_gallatin]="-I$stage/gallatin/include"
   [peer_cuda]=""
-  [peer_ouro_p_s]=""
-  [peer_ouro_c_s]=""
+  [peer_ouro_p_s]="$ouro_flags"
+  [peer_ouro_c_s]="$ouro_flags"
 )
 order=(peer_gallatin peer_cuda peer_ouro_p_s peer_ouro_c_s)
 
