@@ -627,3 +627,43 @@ fn random_sizes_fill_the_heap() {
         h.validate().expect("heap consistent");
     }
 }
+
+/// A slot whose blocks run out fast claims several at once and keeps the rest in its reserve
+/// (`slice::max_batch`): the validator counts them, `trim` returns them, and a request that
+/// finds the heap full gets them back (null still means full).
+#[test]
+fn fast_slots_claim_ahead_and_give_the_reserve_back() {
+    use veballoc::kernels::slice::max_batch;
+    const SEGMENTS: u32 = 4;
+    let size = 4096;
+    assert!(max_batch(class_of(size)) > 1, "4 KiB slots claim blocks in batches");
+    let cpu = CpuHeap::new(SEGMENTS, 1);
+    let h = cpu.heap();
+    // Blocks of 256 slices run out within microseconds here: the batch grows.
+    let mut live = Vec::new();
+    for _ in 0..64 {
+        live.extend(cpu.warp_malloc(&[size; 32]));
+    }
+    assert!(live.iter().all(|p| !p.is_null()));
+    let s = h.validate().expect("heap consistent");
+    assert!(s.reserved_blocks > 0, "claimed ahead: {s:?}");
+    assert_eq!(s.bytes_in_use, live.len() as u64 * size);
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.reserved_blocks, 0, "trim empties the reserves: {s:?}");
+    // Fill to the first null: reserved blocks are not lost to other classes or to the end.
+    loop {
+        let ps = cpu.warp_malloc(&[size; 32]);
+        let got = ps.iter().filter(|p| !p.is_null()).count();
+        live.extend(ps.into_iter().filter(|p| !p.is_null()));
+        if got < 32 {
+            break;
+        }
+    }
+    let share = (live.len() as u64 * size) as f64 / h.capacity() as f64;
+    assert!(share >= 0.9, "only {:.1}% of the heap", 100.0 * share);
+    for p in live {
+        h.free(p);
+    }
+    assert_empty(h);
+}

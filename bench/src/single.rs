@@ -26,6 +26,10 @@ impl Bench {
             ta.push(self.timed(|| unsafe {
                 self.gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, size, sizes_dev])
             })?);
+            if self.cli.trace {
+                let t: Vec<String> = heap.trace()?.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("trace {test} {} n={n}: {}", sizes.label(), t.join(" "));
+            }
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
             } else {

@@ -452,6 +452,19 @@ impl Heap {
         }
     }
 
+    /// The install-path profile of a PTX built with the kernels' `trace` feature
+    /// (`veballoc_kernels::trace`: event names and totals since the heap was created); all
+    /// zeros with any other PTX. A diagnostic for A/B runs (`veballoc-bench --trace`).
+    #[doc(hidden)]
+    pub fn trace(&self) -> Result<Vec<(&'static str, u64)>> {
+        use veballoc_kernels::trace::{EVENTS, NAMES, TRACE_OFF};
+        let meta = self.meta.as_ref().expect("live heap");
+        let first = (TRACE_OFF / 8) as usize;
+        let mut host = vec![0u64; EVENTS];
+        self.gpu.copy_out(&meta.index(first..first + EVENTS), &mut host[..])?;
+        Ok(NAMES.iter().copied().zip(host).collect())
+    }
+
     /// Copies the metadata to the host, validates it, and returns the statistics.
     /// Waits for the heap's stream first; kernels on other streams must have finished.
     pub fn stats(&self) -> Result<Stats> {

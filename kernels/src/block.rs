@@ -148,6 +148,29 @@ impl BlockMeta {
     }
 }
 
+/// Blocks taken from a group's tree with one claim: bit `i` of `mask` is block `base + i` of
+/// segment `seg` (the bits of one leaf word of the tree, which never spans two segments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockBatch {
+    pub seg: u32,
+    pub base: u32,
+    pub mask: u64,
+}
+
+impl BlockBatch {
+    /// The batch's lowest block.
+    #[inline(always)]
+    pub const fn first(&self) -> u64 {
+        gid_of(self.seg, self.base + self.mask.trailing_zeros())
+    }
+
+    /// The batch less its lowest block (`mask` 0 when it had one).
+    #[inline(always)]
+    pub const fn rest(&self) -> Self {
+        Self { mask: self.mask & (self.mask.wrapping_sub(1)), ..*self }
+    }
+}
+
 /// A slot word: `(gid + 1) << 32 | slices handed out`; 0 means no block.
 #[inline(always)]
 pub const fn slot_value(gid: u64, handed: u32) -> u64 {
@@ -167,8 +190,8 @@ pub enum SlotTake {
     /// Slices `start .. start + got` of block `gid` are ours; `exhausted`: this add took the
     /// block's last slice (or went past it), so this taker must install the next block.
     Fresh { gid: u64, start: u32, got: u32, exhausted: bool },
-    /// The block is used up; its exhauster is installing the next one.
-    Full,
+    /// Block `gid` is used up; its exhauster is installing the next one.
+    Full { gid: u64 },
     /// No block; `elected`: this add was the first since the slot emptied, so this taker
     /// installs one (every later add sees a non-zero count and waits).
     Empty { elected: bool },
@@ -184,10 +207,25 @@ pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
     let old = slot.fetch_add_acquire(n as u64);
     match slot_parts(old) {
         (None, count) => SlotTake::Empty { elected: count == 0 },
-        (Some(_), count) if count >= per_block => SlotTake::Full,
+        (Some(gid), count) if count >= per_block => SlotTake::Full { gid },
         (Some(gid), start) => {
             SlotTake::Fresh { gid, start, got: n.min(per_block - start), exhausted: start + n >= per_block }
         }
+    }
+}
+
+/// Whether slot word `w` no longer shows what a taker that got `Full { gid }` (`full`:
+/// `Some(gid)`) or an unelected `Empty` (`None`) saw: a block with slices left (a new one, or
+/// the same one recycled and installed again), or an empty slot whose next add elects an
+/// installer. Waiters poll this with plain loads instead of adding to the slot, so that the
+/// word every waiting warp of a multiprocessor would hammer stays quiet for the installer (each
+/// add on a hot word queues at its L2 slice behind the others). `per_block`: as in `slot_take`.
+#[inline(always)]
+pub const fn slot_moved_on(w: u64, full: Option<u64>, per_block: u32) -> bool {
+    match (slot_parts(w), full) {
+        ((None, handed), _) => handed == 0,
+        ((Some(g), handed), Some(old)) => g != old || handed < per_block,
+        ((Some(_), _), None) => true,
     }
 }
 
@@ -302,42 +340,60 @@ impl<'a> Blocks<'a> {
         v < max && lock.cas_acq_rel(v, v + 1).is_ok()
     }
 
-    /// Takes a block from the tree of group `g` and counts it out of its segment.
-    fn claim_from_tree(&self, g: usize) -> Option<u64> {
+    /// Takes up to `k` blocks (at least one) from the tree of group `g`, in one leaf word,
+    /// and counts them out of their segment.
+    fn claim_from_tree(&self, g: usize, k: u32) -> Option<BlockBatch> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
         // One pass (no exactness check): claim_block retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
-        let gid = self.block_tree(g).try_claim_spread(0, spread)?;
-        // AcqRel: counts the block out before anyone can see the segment as all-free;
+        let t0 = crate::trace::now();
+        let got = self.block_tree(g).try_claim_bits(0, spread, k);
+        if crate::trace::ON {
+            crate::trace::add(self.segs.meta(), crate::trace::Event::TreeNs, crate::trace::now() - t0);
+            crate::trace::add(self.segs.meta(), crate::trace::Event::TreeMisses, got.is_none() as u64);
+        }
+        let (word, mask) = got?;
+        let (seg, base) = split_gid(word * crate::veb::WORD_BITS);
+        // AcqRel: counts the blocks out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(1);
-        Some(gid)
+        self.segs.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
+        Some(BlockBatch { seg, base, mask })
     }
 
-    /// Takes a free block of group `g`, formatting a fresh segment when the group has none.
-    /// The block is parked (free count zero); the caller installs it or marks it whole. `None`
-    /// means that the group's tree and the segment tree were both seen empty (or, after
-    /// `FORMAT_WAIT_NS`, that another thread's format never ended).
-    #[inline(never)]
+    /// Takes a free block of group `g` (see `claim_blocks`).
+    #[inline(always)]
     pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {
+        self.claim_blocks(g, 1).map(|b| b.first())
+    }
+
+    /// Takes up to `k` (1..=64) free blocks of group `g`, at least one, formatting a fresh
+    /// segment when the group has none. The blocks are parked (free count zero); the caller
+    /// installs them or marks them whole. `None` means that the group's tree and the segment
+    /// tree were both seen empty (or, after `FORMAT_WAIT_NS`, that another thread's format
+    /// never ended).
+    #[inline(never)]
+    pub(crate) fn claim_blocks(&self, g: usize, k: u32) -> Option<BlockBatch> {
         // At most `formatters(g)` threads format segments for a group at once, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
         // need. A group with one block per segment formats directly: nothing to share.
         let bps = group_blocks_per_segment(g);
+        // A fresh segment's first blocks are the formatter's own batch.
+        let k = k.clamp(1, bps.min(crate::veb::WORD_BITS as u32));
         let locked = bps > 1;
         let (lock, waiters) = self.format_lock(g);
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         let mut waiting = false;
         let mut got;
         loop {
-            got = self.claim_from_tree(g);
+            got = self.claim_from_tree(g, k);
             if got.is_some() {
                 break;
             }
             if !locked || Self::enter_format(lock, formatters(g)) {
-                got = if locked { self.claim_from_tree(g) } else { None };
+                crate::trace::add(self.segs.meta(), crate::trace::Event::FormatEntries, 1);
+                got = if locked { self.claim_from_tree(g, k) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint.
                     let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
@@ -346,20 +402,28 @@ impl<'a> Blocks<'a> {
                     } else {
                         1
                     };
+                    let t0 = crate::trace::now();
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
                         let Some(seg) = self.segs.seg_tree().try_claim_spread(0, 0) else { break };
-                        self.format_segment(seg as u32, g, (i == 0) as u32);
+                        self.format_segment(seg as u32, g, if i == 0 { k } else { 0 });
                         if i == 0 {
-                            got = Some(gid_of(seg as u32, 0));
+                            got = Some(BlockBatch { seg: seg as u32, base: 0, mask: u64::MAX >> (64 - k) });
                         }
+                    }
+                    if crate::trace::ON {
+                        crate::trace::add(
+                            self.segs.meta(),
+                            crate::trace::Event::FormatNs,
+                            crate::trace::now() - t0,
+                        );
                     }
                 }
                 if locked {
                     // Release: our inserts happen-before the next formatter's entry.
                     lock.fetch_sub_acq_rel(1);
                 }
-                got = got.or_else(|| self.claim_from_tree(g));
+                got = got.or_else(|| self.claim_from_tree(g, k));
                 // Out of memory only when both trees are empty by the exact searches (the
                 // one-pass claims above may miss an index for a moment); a claim that lost its
                 // races to other claimers, or missed, tries again.
@@ -375,6 +439,7 @@ impl<'a> Blocks<'a> {
                 // Relaxed: a sizing hint for the lock holder.
                 waiters.fetch_add_relaxed(1);
             }
+            crate::trace::add(self.segs.meta(), crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
                 break;
             }
@@ -423,6 +488,7 @@ impl<'a> Blocks<'a> {
     #[inline(never)]
     pub(crate) fn format_segment(&self, seg: u32, g: usize, kept: u32) {
         let bps = group_blocks_per_segment(g);
+        crate::trace::add(self.segs.meta(), crate::trace::Event::Formats, 1);
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.
@@ -556,5 +622,29 @@ impl<'a> Blocks<'a> {
         }
         self.release_block(g, gid_of(seg, local));
         FreeOutcome::Freed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiters_see_a_slot_move_on() {
+        let per_block = 256;
+        // Full on block 7: still block 7 used up (more adds overshoot) → keep waiting.
+        assert!(!slot_moved_on(slot_value(7, per_block), Some(7), per_block));
+        assert!(!slot_moved_on(slot_value(7, per_block + 40), Some(7), per_block));
+        // A new block, or block 7 recycled and installed again (count reset).
+        assert!(slot_moved_on(slot_value(8, 0), Some(7), per_block));
+        assert!(slot_moved_on(slot_value(8, per_block), Some(7), per_block));
+        assert!(slot_moved_on(slot_value(7, 3), Some(7), per_block));
+        // Retired: the next add elects an installer.
+        assert!(slot_moved_on(0, Some(7), per_block));
+        // Unelected on an empty slot: wait while the installer works, go once it is done
+        // (a block) or gave up (the slot emptied again).
+        assert!(!slot_moved_on(5, None, per_block)); // no block, 5 slices asked
+        assert!(slot_moved_on(slot_value(3, 0), None, per_block));
+        assert!(slot_moved_on(0, None, per_block));
     }
 }

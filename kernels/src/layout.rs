@@ -69,6 +69,11 @@ pub struct HeapLayout {
     pub bits_off: u64,
     /// Total metadata bytes.
     pub meta_bytes: u64,
+    /// Per current slot: blocks claimed ahead for it (see `slice::reserve_parts`).
+    pub reserve_off: u64,
+    /// Per current slot: when its block was installed, and its batch size (see
+    /// `Slots::install_next`).
+    pub pace_off: u64,
 }
 
 impl HeapLayout {
@@ -106,6 +111,10 @@ impl HeapLayout {
         if checks {
             off += n * BIT_WORDS_PER_SEGMENT * 8;
         }
+        let reserve_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
+        let pace_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
         Self {
             num_segments,
             shards,
@@ -126,6 +135,8 @@ impl HeapLayout {
             sweep_off,
             bits_off,
             meta_bytes: off,
+            reserve_off,
+            pace_off,
         }
     }
 

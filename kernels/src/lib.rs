@@ -22,6 +22,8 @@ pub mod block;
 pub mod class;
 pub mod harness;
 pub mod layout;
+#[cfg(not(loom))]
+pub mod trace;
 pub mod veb;
 
 #[cfg(not(loom))]

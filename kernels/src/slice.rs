@@ -8,11 +8,13 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_of, slice_bytes, slices_per_block, slot_install, slot_parts, slot_retire, slot_take,
-    split_gid, Blocks, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
+    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
+    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
+use crate::trace::{self, Event};
 
 pub use crate::class::PACKED_CLASSES;
 pub use crate::layout::SLOT_ROWS;
@@ -25,6 +27,64 @@ pub const fn packed_row(i: usize) -> usize {
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
 
+/// Most blocks one install claims for its slot when the slot's blocks run out fast (the rest
+/// wait in the slot's reserve, see `reserve_parts`): fewer, larger claims from the group's
+/// tree, whose lowest words every multiprocessor's installer contends for at once (the
+/// install-path trace: 17 us per claim at 4 KiB, 2^20 threads, 132 installers). Four, not
+/// eight: the same speed on the H100, and less left in reserves at a burst's end (range/live
+/// at 2 KiB, 2^20 threads: 1.16x against 1.33x).
+pub const MAX_BATCH_BLOCKS: u32 = 4;
+/// A batch holds at most this many slices: classes with 4096 slices per block (up to 256-byte
+/// slices) claim one block at a time, as their blocks last long enough.
+pub const BATCH_SLICES: u32 = 4096;
+/// A batch holds at most this many bytes, so that what reserves hold stays small.
+pub const BATCH_BYTES: u64 = 8 << 20;
+/// A block whose slices ran out sooner than this after its install doubles its slot's next
+/// batch (up to `max_batch`); a slower one sets it back to one block, so that slots whose
+/// blocks last (most classes of a mixed workload) never hold blocks ahead.
+pub const FAST_BLOCK_NS: u64 = 100_000;
+/// Bits of a reserve's block mask: reserves hold blocks of groups with at most this many
+/// blocks per segment.
+const RESERVE_MASK_BITS: u32 = 32;
+/// Bits of a pace word that hold the slot's batch size (the rest: the install time).
+const PACE_BATCH_MASK: u64 = 0xff;
+
+/// Largest batch (blocks per claim) for class `c`.
+#[inline(always)]
+pub const fn max_batch(c: usize) -> u32 {
+    let g = group_of(c);
+    if group_blocks_per_segment(g) > RESERVE_MASK_BITS {
+        return 1;
+    }
+    let by_slices = BATCH_SLICES / slices_per_block(c);
+    let by_bytes = (BATCH_BYTES / group_block_bytes(g)) as u32;
+    let k = if by_slices < by_bytes { by_slices } else { by_bytes };
+    if k > MAX_BATCH_BLOCKS {
+        MAX_BATCH_BLOCKS
+    } else if k < 1 {
+        1
+    } else {
+        k
+    }
+}
+
+/// A reserve word: `(seg + 1) << 32 | mask`, bit `i` of `mask` being block `i` of segment
+/// `seg` (claimed, parked, not installed); 0 means none.
+#[inline(always)]
+pub const fn reserve_value(seg: u32, mask: u32) -> u64 {
+    ((seg as u64 + 1) << 32) | mask as u64
+}
+
+/// Segment and block mask of a reserve word (`None`: empty).
+#[inline(always)]
+pub const fn reserve_parts(w: u64) -> Option<(u32, u32)> {
+    if w >> 32 == 0 || w as u32 == 0 {
+        None
+    } else {
+        Some(((w >> 32) as u32 - 1, w as u32))
+    }
+}
+
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
 pub const fn row_class_kind(row: usize) -> (usize, u32) {
@@ -36,9 +96,9 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
 }
 
 /// The slice layer's part of the metadata: the current-block slot words (one per row and
-/// shard), with the block layer (`Blocks`) beneath for installing, recycling and stealing
-/// blocks. A `Copy` view (two words) that the heap builds from its layout
-/// (`DeviceHeap::slots`).
+/// shard) with their reserves and pace words, with the block layer (`Blocks`) beneath for
+/// installing, recycling and stealing blocks. A `Copy` view (two words) that the heap builds
+/// from its layout (`DeviceHeap::slots`).
 #[derive(Clone, Copy, Debug)]
 pub struct Slots<'a> {
     blocks: Blocks<'a>,
@@ -57,6 +117,12 @@ impl<'a> Slots<'a> {
         self.blocks.layout()
     }
 
+    /// Address of the metadata (the layout is its header).
+    #[inline(always)]
+    fn meta(&self) -> u64 {
+        self.blocks.segments().meta()
+    }
+
     /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
     #[inline(always)]
     pub(crate) fn current(&self, row: usize, shard: u32) -> &'a Atom64 {
@@ -64,7 +130,34 @@ impl<'a> Slots<'a> {
         // SAFETY: the layout reserved SLOT_ROWS * shards words at current_off.
         unsafe {
             &crate::atomic::words(
-                self.blocks.segments().meta() + self.layout().current_off,
+                self.meta() + self.layout().current_off,
+                SLOT_ROWS * self.layout().shards as usize,
+            )[i as usize]
+        }
+    }
+
+    /// Reserve word of slot `shard` of row `row` (see `reserve_parts`).
+    #[inline(always)]
+    pub(crate) fn reserve(&self, row: usize, shard: u32) -> &'a Atom64 {
+        let i = row as u64 * self.layout().shards as u64 + shard as u64;
+        // SAFETY: the layout reserved SLOT_ROWS * shards words at reserve_off.
+        unsafe {
+            &crate::atomic::words(
+                self.meta() + self.layout().reserve_off,
+                SLOT_ROWS * self.layout().shards as usize,
+            )[i as usize]
+        }
+    }
+
+    /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
+    /// cleared) and its batch size (the low byte).
+    #[inline(always)]
+    fn pace(&self, row: usize, shard: u32) -> &'a Atom64 {
+        let i = row as u64 * self.layout().shards as u64 + shard as u64;
+        // SAFETY: the layout reserved SLOT_ROWS * shards words at pace_off.
+        unsafe {
+            &crate::atomic::words(
+                self.meta() + self.layout().pace_off,
                 SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
@@ -74,27 +167,52 @@ impl<'a> Slots<'a> {
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
+        let shard = arch::smid() & (self.layout().shards - 1);
+        let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
         let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
-        loop {
-            match slot_take(slot, n, per_block) {
+        // Trace only: when this taker began to wait, and its polls and `Full` takes.
+        let (mut waited_since, mut polls, mut fulls) = (0, 0, 0);
+        'take: loop {
+            let full = match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
-                    return Some(self.took(row, slot, gid, start, got, exhausted))
+                    if trace::ON && waited_since != 0 {
+                        trace::add(self.meta(), Event::WaitNs, trace::now() - waited_since);
+                        trace::add(self.meta(), Event::Waits, 1);
+                        trace::add(self.meta(), Event::TakeSleeps, polls);
+                        trace::add(self.meta(), Event::TakeFull, fulls);
+                    }
+                    return Some(self.took(row, shard, gid, start, got, exhausted));
                 }
                 SlotTake::Empty { elected: true } => {
-                    if !self.install_next(row, slot) {
+                    if !self.install_next(row, shard) {
                         // No block left: what other multiprocessors' current blocks still
                         // hold is the last memory of this class.
                         return self.steal(row, n);
                     }
+                    continue;
                 }
-                SlotTake::Full | SlotTake::Empty { elected: false } => {
-                    if !wait.sleep() {
-                        break;
-                    }
+                SlotTake::Full { gid } => Some(gid),
+                SlotTake::Empty { elected: false } => None,
+            };
+            if trace::ON {
+                if waited_since == 0 {
+                    waited_since = trace::now();
+                }
+                fulls += full.is_some() as u64;
+            }
+            // Another warp installs the next block: poll with loads until it has (see
+            // slot_moved_on), then add again.
+            loop {
+                if !wait.sleep() {
+                    break 'take;
+                }
+                polls += trace::ON as u64;
+                // Relaxed: a hint of when to add again; the add decides.
+                if slot_moved_on(slot.load_relaxed(), full, per_block) {
+                    break;
                 }
             }
         }
@@ -116,46 +234,123 @@ impl<'a> Slots<'a> {
             }
             match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
-                    return Some(self.took(row, slot, gid, start, got, exhausted))
+                    return Some(self.took(row, shard, gid, start, got, exhausted))
                 }
                 // Elected on a slot that emptied meanwhile: there is no block to install
                 // (the heap is out of them), so leave it empty for the next taker to try.
-                SlotTake::Empty { elected: true } => self.retire_slot(row, slot),
+                SlotTake::Empty { elected: true } => self.retire_slot(row, shard),
                 _ => {}
             }
         }
         None
     }
 
-    /// After a fresh take of `got` slices from `start` of block `gid` in `slot`: installs the
-    /// next block if this take exhausted it (if that fails for lack of memory, what we took is
-    /// still good); returns the first slice's address and `got`.
+    /// After a fresh take of `got` slices from `start` of block `gid` in slot `shard`:
+    /// installs the next block if this take exhausted it (if that fails for lack of memory,
+    /// what we took is still good); returns the first slice's address and `got`.
     #[inline(always)]
-    fn took(&self, row: usize, slot: &Atom64, gid: u64, start: u32, got: u32, exhausted: bool) -> (u64, u32) {
+    fn took(&self, row: usize, shard: u32, gid: u64, start: u32, got: u32, exhausted: bool) -> (u64, u32) {
         if exhausted {
-            let _ = self.install_next(row, slot);
+            let _ = self.install_next(row, shard);
         }
         let c = row_class_kind(row).0;
         (self.blocks.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
     }
 
-    /// Installs a fresh block in `slot` (this taker exhausted its block or was elected on an
-    /// empty slot). False when no block could be had: the slot is left empty.
+    /// Installs a fresh block in slot `shard` of row `row` (this taker exhausted its block or
+    /// was elected on an empty slot). False when no block could be had: the slot is left empty.
     #[inline(never)]
-    fn install_next(&self, row: usize, slot: &Atom64) -> bool {
+    fn install_next(&self, row: usize, shard: u32) -> bool {
         let (c, kind) = row_class_kind(row);
-        let Some(gid) = self.blocks.claim_block(group_of(c)) else {
-            self.retire_slot(row, slot);
+        let slot = self.current(row, shard);
+        let t0 = trace::now();
+        let next = self.next_block(row, shard);
+        if trace::ON {
+            trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
+        }
+        let Some((gid, batch)) = next else {
+            self.retire_slot(row, shard);
             return false;
         };
         let (seg, local) = split_gid(gid);
         self.blocks.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
-        if let (Some(old), handed) = slot_parts(slot_install(slot, gid)) {
+        let replaced = slot_install(slot, gid);
+        // Relaxed: only this slot's installers write it, one at a time but for a trim race,
+        // where a stale pace only sizes one batch.
+        self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
+        if trace::ON {
+            trace::install(self.meta(), trace::now() - t0);
+        }
+        if let (Some(old), handed) = slot_parts(replaced) {
             self.give_back_rest(c, old, handed);
         }
         true
+    }
+
+    /// The block slot `shard` of row `row` installs next, and the slot's batch size: from the
+    /// slot's reserve, else the first of a batch claimed from the group's tree (whose other
+    /// blocks become the reserve). The batch doubles while the slot's blocks run out within
+    /// `FAST_BLOCK_NS` of their install, and falls back to one block when one lasts longer.
+    #[inline(always)]
+    fn next_block(&self, row: usize, shard: u32) -> Option<(u64, u32)> {
+        let c = row_class_kind(row).0;
+        let g = group_of(c);
+        let reserve = self.reserve(row, shard);
+        // Relaxed: see install_next.
+        let pace = self.pace(row, shard).load_relaxed();
+        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
+        let last = (pace & PACE_BATCH_MASK) as u32;
+        if let Some(gid) = self.take_reserved(g, reserve) {
+            return Some((gid, if fast { last } else { 1 }));
+        }
+        let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
+        let batch = self.blocks.claim_blocks(g, k)?;
+        let rest = batch.rest();
+        if rest.mask != 0 {
+            // Blocks of a group with at most RESERVE_MASK_BITS per segment (max_batch), so
+            // the mask's base is 0 and it fits.
+            self.keep_reserved(g, reserve, rest.seg, (rest.mask << rest.base) as u32);
+        }
+        Some((batch.first(), k))
+    }
+
+    /// Takes the first block of `reserve` (of group `g`), leaving the rest there.
+    #[inline(always)]
+    fn take_reserved(&self, g: usize, reserve: &Atom64) -> Option<u64> {
+        // Relaxed: skips the swap on an empty reserve (most installs); the swap decides.
+        if reserve.load_relaxed() == 0 {
+            return None;
+        }
+        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
+        // trim); acquires its blocks' parked state from whoever stored it.
+        let (seg, mask) = reserve_parts(reserve.swap_acq_rel(0))?;
+        self.keep_reserved(g, reserve, seg, mask & (mask - 1));
+        Some(gid_of(seg, mask.trailing_zeros()))
+    }
+
+    /// Puts blocks `mask` of segment `seg` (of group `g`, claimed and parked) in `reserve`;
+    /// whatever it displaces (a racing installer's, after a trim) goes back to the tree.
+    #[inline(always)]
+    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, mask: u32) {
+        if mask == 0 {
+            return;
+        }
+        // AcqRel: publishes the parked blocks to the next taker; acquires what it displaces.
+        if let Some((s, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, mask))) {
+            self.release_reserved(g, s, m);
+        }
+    }
+
+    /// Returns reserved blocks `mask` of segment `seg` (group `g`) to the tree.
+    #[inline(never)]
+    fn release_reserved(&self, g: usize, seg: u32, mut mask: u32) {
+        while mask != 0 {
+            // Parked since their claim: straight back to the tree.
+            self.blocks.release_block(g, gid_of(seg, mask.trailing_zeros()));
+            mask &= mask - 1;
+        }
     }
 
     /// Gives back what block `gid` of class `c` did not hand out (`handed` may overshoot).
@@ -168,11 +363,20 @@ impl<'a> Slots<'a> {
         }
     }
 
-    /// Empties `slot` (of row `row`) and gives back what its block did not hand out.
-    fn retire_slot(&self, row: usize, slot: &Atom64) {
+    /// Empties slot `shard` of row `row` and its reserve: gives back what its block did not
+    /// hand out, and the reserved blocks.
+    fn retire_slot(&self, row: usize, shard: u32) {
         let c = row_class_kind(row).0;
-        if let Some((gid, handed)) = slot_retire(slot, slices_per_block(c)) {
+        if let Some((gid, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
             self.give_back_rest(c, gid, handed);
+        }
+        let reserve = self.reserve(row, shard);
+        // Relaxed: skips the swap on an empty reserve; the swap decides.
+        if reserve.load_relaxed() != 0 {
+            // AcqRel: as in take_reserved.
+            if let Some((seg, mask)) = reserve_parts(reserve.swap_acq_rel(0)) {
+                self.release_reserved(group_of(c), seg, mask);
+            }
         }
     }
 
@@ -201,7 +405,7 @@ impl<'a> Slots<'a> {
     /// while others allocate (the next add on the slot installs a block again); meant for
     /// the end of a phase, before stats or validation.
     pub fn trim_slot(&self, row: usize, shard: u32) {
-        self.retire_slot(row, self.current(row, shard));
+        self.retire_slot(row, shard);
     }
 
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
@@ -216,13 +420,15 @@ impl<'a> Slots<'a> {
                 let n = TRIM_BATCH.min(shards - sh);
                 let mut busy = 0u32;
                 for k in 0..n {
-                    // Relaxed: a hint that skips empty slots (most of them); the swap decides.
-                    if self.current(row, sh + k).load_relaxed() != 0 {
+                    // Relaxed: a hint that skips empty slots (most of them); the swaps decide.
+                    if self.current(row, sh + k).load_relaxed() != 0
+                        || self.reserve(row, sh + k).load_relaxed() != 0
+                    {
                         busy |= 1 << k;
                     }
                 }
                 while busy != 0 {
-                    self.retire_slot(row, self.current(row, sh + busy.trailing_zeros()));
+                    self.retire_slot(row, sh + busy.trailing_zeros());
                     busy &= busy - 1;
                 }
                 sh += n;

@@ -10,7 +10,7 @@ use crate::block::{
 use crate::class::RUN_GROUP;
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, Segments, OUT_COUNT_MASK};
-use crate::slice::{packed_row, PACKED_CLASSES};
+use crate::slice::{packed_row, reserve_parts, PACKED_CLASSES, SLOT_ROWS};
 
 /// What the heap holds, from one walk of its metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,6 +39,8 @@ pub struct Stats {
     pub live_packed: u64,
     /// Stale summary bits in the trees (harmless; searches skip them).
     pub stale_summary_bits: u64,
+    /// Parked blocks claimed ahead in current slots' reserves (`trim` returns them).
+    pub reserved_blocks: u64,
     /// Blocks at the start of a segment that end a multi-segment run (their bytes are in
     /// `bytes_in_use` with the run's).
     pub large_tail_blocks: u64,
@@ -66,6 +68,7 @@ impl Default for Stats {
             packed_blocks: 0,
             live_packed: 0,
             stale_summary_bits: 0,
+            reserved_blocks: 0,
             large_tail_blocks: 0,
             invalid_frees: 0,
             double_frees: 0,
@@ -223,6 +226,17 @@ impl DeviceHeap {
         }
     }
 
+    /// Whether block `local` of segment `seg` is in some slot's reserve.
+    fn is_reserved(&self, seg: u32, local: u32) -> bool {
+        (0..SLOT_ROWS).any(|row| {
+            (0..self.layout().shards).any(|sh| {
+                // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
+                    Some((s, mask)) if s == seg && local < u32::BITS && mask & (1 << local) != 0)
+            })
+        })
+    }
+
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed
     /// block, its live objects: one bit per object).
     fn check_bits(&self, seg: u32, local: u32, g: usize, live: u32) -> Result<(), HeapError> {
@@ -290,6 +304,11 @@ impl DeviceHeap {
             }
             out += 1;
             if kind == KIND_FREE {
+                if freed == 0 && self.is_reserved(seg, local) {
+                    s.reserved_blocks += 1;
+                    self.check_bits(seg, local, g, 0)?;
+                    continue;
+                }
                 return Err(HeapError::ParkedBlockOutOfTree { seg, local });
             }
             if kind == KIND_LARGE_TAIL {

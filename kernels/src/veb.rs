@@ -120,6 +120,21 @@ fn pick_bit(avail: u64, spread: u32) -> u64 {
     1u64 << ((rotated.trailing_zeros() + spread) % WORD_BITS as u32)
 }
 
+/// Up to `k` set bits of `avail` (non-zero): the first ones at or after position `spread`,
+/// wrapping (`pick_bit` for `k == 1`).
+#[inline(always)]
+fn pick_bits(avail: u64, spread: u32, k: u32) -> u64 {
+    let mut rest = avail.rotate_right(spread);
+    let mut picked = 0u64;
+    let mut n = 0;
+    while rest != 0 && n < k {
+        picked |= rest & rest.wrapping_neg();
+        rest &= rest - 1;
+        n += 1;
+    }
+    picked.rotate_left(spread)
+}
+
 /// A tree over borrowed words.
 #[derive(Clone, Copy)]
 pub struct Veb<'a> {
@@ -392,23 +407,40 @@ impl<'a> Veb<'a> {
     /// One pass of `claim_spread`. Bounded: every word is visited once, with at most
     /// `WORD_CLAIM_TRIES` lost races in it.
     fn claim_pass(&self, x: u64, spread: u32, exact: bool) -> Option<u64> {
+        self.claim_bits_pass(x, spread, 1, exact)
+            .map(|(w, bits)| w * WORD_BITS + bits.trailing_zeros() as u64)
+    }
+
+    /// Like `try_claim_spread`, but takes up to `k` (1..=64) free indices of the lowest leaf
+    /// word that has one at or after `x`, with one atomic: returns that word's number and the
+    /// bits taken (at least one; fewer than `k` when the word had fewer, or racers took some).
+    /// For claimers that want several blocks at once (one tree operation instead of `k`).
+    #[inline(never)]
+    pub fn try_claim_bits(&self, x: u64, spread: u32, k: u32) -> Option<(u64, u64)> {
+        self.claim_bits_pass(x, spread, k, false)
+    }
+
+    /// One pass of `try_claim_bits` (`exact`: search the leaves, see `next_free`).
+    #[inline(always)]
+    fn claim_bits_pass(&self, x: u64, spread: u32, k: u32, exact: bool) -> Option<(u64, u64)> {
         let mut from = x;
         loop {
             let s = self.next_free(from, exact)?;
             let w = s / WORD_BITS;
             let at_or_after = !0u64 << (s % WORD_BITS);
-            // Relaxed: a hint for which bit to try; the RMW decides.
+            // Relaxed: a hint for which bits to try; the RMW decides.
             let mut avail = self.word(0, w).load_relaxed() & at_or_after;
             let mut tries = 0;
             while avail != 0 && tries < WORD_CLAIM_TRIES {
-                let bit = pick_bit(avail, spread);
-                // AcqRel: acquire the inserter's writes about this item.
-                let old = self.word(0, w).fetch_and_acq_rel(!bit);
-                if old & bit != 0 {
-                    if old & !bit == 0 {
+                let want = if k == 1 { pick_bit(avail, spread) } else { pick_bits(avail, spread, k) };
+                // AcqRel: acquire the inserters' writes about these items.
+                let old = self.word(0, w).fetch_and_acq_rel(!want);
+                let got = old & want;
+                if got != 0 {
+                    if old & !want == 0 {
                         self.clear_up(1, w);
                     }
-                    return Some(w * WORD_BITS + bit.trailing_zeros() as u64);
+                    return Some((w, got));
                 }
                 avail = old & at_or_after;
                 tries += 1;

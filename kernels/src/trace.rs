@@ -1,0 +1,113 @@
+//! Optional profile of the install path (cargo feature `trace`, off in every normal build):
+//! event counts and nanoseconds summed into spare words at the end of the metadata header,
+//! which `veballoc::Heap::trace` reads back. Without the feature every call compiles to
+//! nothing. Meant for A/B runs on the GPU (`scripts/ptx-variant.sh trace`), not for users.
+
+use crate::atomic::words;
+
+/// The events, in header-word order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Event {
+    /// Blocks installed in a current slot (`install_next` calls).
+    Installs,
+    /// Nanoseconds from the start of `install_next` to the slot swap, summed.
+    InstallNs,
+    /// Nanoseconds in `claim_block` inside `install_next`, summed.
+    ClaimNs,
+    /// Segments formatted.
+    Formats,
+    /// Times a claimer entered the format semaphore.
+    FormatEntries,
+    /// Sleeps in `claim_block` (waiting for a formatter).
+    ClaimSleeps,
+    /// Sleeps in `take_in_row` (waiting for an installer), of takes that then succeeded.
+    TakeSleeps,
+    /// Slot adds that found the block used up (`SlotTake::Full`), of takes that then succeeded.
+    TakeFull,
+    /// Installs that took at most 2 us / 8 us / 32 us / 128 us / longer (a histogram).
+    InstallUpTo2us,
+    InstallUpTo8us,
+    InstallUpTo32us,
+    InstallUpTo128us,
+    InstallLonger,
+    /// Nanoseconds from a `Full` or unelected `Empty` take to the next fresh take of the same
+    /// warp, summed (the waiters' side of an install).
+    WaitNs,
+    /// Waits counted in `WaitNs`.
+    Waits,
+    /// Nanoseconds in `claim_from_tree` inside `claim_block`, summed, and its failures.
+    TreeNs,
+    TreeMisses,
+    /// Nanoseconds formatting segments (claim of the segment included), summed.
+    FormatNs,
+}
+
+/// Number of events.
+pub const EVENTS: usize = Event::FormatNs as usize + 1;
+/// Names of the events, for printing.
+pub const NAMES: [&str; EVENTS] = [
+    "installs",
+    "install_ns",
+    "claim_ns",
+    "formats",
+    "format_entries",
+    "claim_sleeps",
+    "take_sleeps",
+    "take_full",
+    "install<=2us",
+    "install<=8us",
+    "install<=32us",
+    "install<=128us",
+    "install>128us",
+    "wait_ns",
+    "waits",
+    "tree_ns",
+    "tree_misses",
+    "format_ns",
+];
+/// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
+pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;
+const _: () = assert!(core::mem::size_of::<crate::layout::HeapLayout>() as u64 <= TRACE_OFF);
+
+/// Whether this build traces.
+pub const ON: bool = cfg!(feature = "trace");
+
+/// The GPU clock where tracing, else 0 (no clock read).
+#[inline(always)]
+pub fn now() -> u64 {
+    if ON {
+        crate::arch::globaltimer()
+    } else {
+        0
+    }
+}
+
+/// Adds `v` to event `e` of the heap whose metadata is at `meta`.
+#[inline(always)]
+pub fn add(meta: u64, e: Event, v: u64) {
+    if ON {
+        // SAFETY: the header holds HEADER_BYTES bytes, of which the layout uses less than
+        // TRACE_OFF (asserted above); the trace words are the rest.
+        let w = unsafe { words(meta + TRACE_OFF, EVENTS) };
+        // Relaxed: a statistic, read by the host after the kernel.
+        w[e as usize].fetch_add_relaxed(v);
+    }
+}
+
+/// Records an install of `ns` nanoseconds (its sum, count and histogram bucket).
+#[inline(always)]
+pub fn install(meta: u64, ns: u64) {
+    if ON {
+        add(meta, Event::Installs, 1);
+        add(meta, Event::InstallNs, ns);
+        let bucket = match ns {
+            0..=2_000 => Event::InstallUpTo2us,
+            2_001..=8_000 => Event::InstallUpTo8us,
+            8_001..=32_000 => Event::InstallUpTo32us,
+            32_001..=128_000 => Event::InstallUpTo128us,
+            _ => Event::InstallLonger,
+        };
+        add(meta, bucket, 1);
+    }
+}
