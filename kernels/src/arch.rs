@@ -215,8 +215,15 @@ mod imp {
 mod imp {
     extern crate std;
 
+    #[cfg(not(loom))]
     std::thread_local! {
         static THREAD_INDEX: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    }
+    // Loom runs a model's threads as coroutines of one OS thread: each needs loom's own
+    // thread-local to have its own index (and multiprocessor).
+    #[cfg(loom)]
+    loom::thread_local! {
+        static THREAD_INDEX: core::cell::Cell<u64> = core::cell::Cell::new(0);
     }
 
     /// Sets what `global_thread_x` returns on this host thread (CPU test harnesses).
@@ -291,6 +298,13 @@ mod imp {
         // SAFETY: the caller vouches for `p`.
         unsafe { core::ptr::read_volatile(p) }
     }
+    /// Under loom a clock that stands still: executions must be deterministic (waits end
+    /// after `MAX_WAIT_ROUNDS` there).
+    #[cfg(loom)]
+    pub fn globaltimer() -> u64 {
+        0
+    }
+    #[cfg(not(loom))]
     pub fn globaltimer() -> u64 {
         use std::time::{SystemTime, UNIX_EPOCH};
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)

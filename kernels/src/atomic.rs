@@ -1,4 +1,5 @@
-//! The one atomics shim: GPU inline asm, `core` atomics on the host, `loom` under `--cfg loom`.
+//! The one atomics shim: GPU inline asm, `core` atomics on the host, `loom` under `--cfg loom`
+//! (where the metadata's words live in an arena of loom atomics, `LoomMeta`).
 //!
 //! Every method name carries its ordering. On the GPU all of them are `.gpu` scope: the heap is
 //! shared by the threads of one device and never by the host while kernels run, so `.sys`
@@ -258,10 +259,115 @@ pub unsafe fn words<'a>(addr: u64, n: usize) -> &'a [Atom64] {
 /// Views `n` 32-bit words at `addr` as atomics.
 ///
 /// # Safety
-/// As for [`words`], with 4-byte alignment.
+/// As for `words`, with 4-byte alignment.
 #[cfg(not(loom))]
 #[inline(always)]
 pub unsafe fn words32<'a>(addr: u64, n: usize) -> &'a [Atom32] {
     // SAFETY: Atom32 is repr(transparent) over a u32-sized cell; the caller vouches for the memory.
     unsafe { core::slice::from_raw_parts(addr as usize as *const Atom32, n) }
+}
+
+/// Under loom: the metadata's words are loom atomics in an arena (`LoomMeta`), which
+/// `words` and `words32` find by address, so that the layers run unchanged over them.
+#[cfg(loom)]
+mod arena {
+    extern crate std;
+    use super::{Atom32, Atom64};
+    use std::boxed::Box;
+    use std::sync::Mutex;
+    use std::vec::Vec;
+
+    /// A live arena: the address range it stands for, and where its words are.
+    struct Entry {
+        base: u64,
+        bytes: u64,
+        w64: usize,
+        w32: usize,
+    }
+
+    /// Every live arena (a few at a time: one per loom model running).
+    static ARENAS: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+    /// A heap's metadata under loom: real memory for its addresses (the layout header is read
+    /// from it), and one loom atomic per 8-byte and per 4-byte word of it (each part of the
+    /// metadata uses one width: `words` gives the 8-byte ones, `words32` the 4-byte ones).
+    pub struct LoomMeta {
+        mem: Box<[u64]>,
+        w64: Box<[Atom64]>,
+        w32: Box<[Atom32]>,
+    }
+
+    impl LoomMeta {
+        /// Metadata of `bytes` (a multiple of 8) that starts with `header`; every word zero.
+        /// Create it inside the loom model (its atomics belong to one execution).
+        pub fn new(header: &[u64], bytes: u64) -> Self {
+            let words = (bytes / 8) as usize;
+            let mut mem = std::vec![0u64; words].into_boxed_slice();
+            mem[..header.len()].copy_from_slice(header);
+            let w64: Box<[Atom64]> = (0..words).map(|_| Atom64::new(0)).collect();
+            let w32: Box<[Atom32]> = (0..2 * words).map(|_| Atom32::new(0)).collect();
+            let entry = Entry {
+                base: mem.as_ptr() as u64,
+                bytes,
+                w64: w64.as_ptr() as usize,
+                w32: w32.as_ptr() as usize,
+            };
+            ARENAS.lock().unwrap().push(entry);
+            Self { mem, w64, w32 }
+        }
+
+        /// The metadata's address (what `DeviceHeap::meta` holds).
+        pub fn addr(&self) -> u64 {
+            self.mem.as_ptr() as u64
+        }
+    }
+
+    impl Drop for LoomMeta {
+        fn drop(&mut self) {
+            let base = self.addr();
+            ARENAS.lock().unwrap().retain(|e| e.base != base);
+            // The words go with `self`; nothing names them any more.
+            let _ = (&self.w64, &self.w32);
+        }
+    }
+
+    /// The first of `n` words of `width` bytes at `addr` in a live arena.
+    pub(super) fn find(addr: u64, n: usize, width: u64) -> usize {
+        let arenas = ARENAS.lock().unwrap();
+        let e = arenas
+            .iter()
+            .find(|e| addr >= e.base && addr + n as u64 * width <= e.base + e.bytes)
+            .expect("an address outside every loom arena");
+        assert!((addr - e.base).is_multiple_of(width), "a misaligned metadata word");
+        let i = ((addr - e.base) / width) as usize;
+        if width == 8 {
+            e.w64 + i * core::mem::size_of::<Atom64>()
+        } else {
+            e.w32 + i * core::mem::size_of::<Atom32>()
+        }
+    }
+}
+
+#[cfg(loom)]
+pub use arena::LoomMeta;
+
+/// Loom's `words`: the atomics of the arena that stands for `addr` (see `LoomMeta`).
+///
+/// # Safety
+/// `addr` must lie in a live `LoomMeta` with `n` words from it, which outlives `'a`.
+#[cfg(loom)]
+pub unsafe fn words<'a>(addr: u64, n: usize) -> &'a [Atom64] {
+    // SAFETY: `find` checked that the n words lie in a live arena; the caller vouches that it
+    // outlives 'a.
+    unsafe { core::slice::from_raw_parts(arena::find(addr, n, 8) as *const Atom64, n) }
+}
+
+/// Loom's `words32` (see `words`).
+///
+/// # Safety
+/// As for `words`.
+#[cfg(loom)]
+pub unsafe fn words32<'a>(addr: u64, n: usize) -> &'a [Atom32] {
+    // SAFETY: as in `words`.
+    unsafe { core::slice::from_raw_parts(arena::find(addr, n, 4) as *const Atom32, n) }
 }

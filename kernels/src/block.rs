@@ -11,11 +11,8 @@
 //! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-#[cfg(not(loom))]
 use crate::class::RUN_GROUP;
-#[cfg(not(loom))]
-use crate::layout::HeapLayout;
-#[cfg(not(loom))]
+use crate::layout::{HeapLayout, BLOCK_META_BYTES};
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
 pub use crate::class::{
@@ -105,6 +102,11 @@ pub struct BlockMeta {
     /// `KIND_LARGE_TAIL`, with (for slices and packed) the class above `KIND_CLASS_SHIFT`.
     pub kind: Atom32,
 }
+
+// The layout's bytes per block (under loom a BlockMeta is two loom atomics, which the arena
+// lays out at the same addresses).
+#[cfg(not(loom))]
+const _: () = assert!(core::mem::size_of::<BlockMeta>() as u64 == BLOCK_META_BYTES);
 
 impl BlockMeta {
     #[cfg(loom)]
@@ -265,13 +267,11 @@ pub enum FreeOutcome {
 /// the formatter words, with the segment layer (`Segments`) beneath for formatting segments
 /// into blocks and reclaiming them. A `Copy` view (two words) that the heap builds from its
 /// layout (`DeviceHeap::blocks`); the slice layer installs and recycles blocks through it.
-#[cfg(not(loom))]
 #[derive(Clone, Copy, Debug)]
 pub struct Blocks<'a> {
     segs: Segments<'a>,
 }
 
-#[cfg(not(loom))]
 impl<'a> Blocks<'a> {
     /// The blocks over the segments `segs`.
     #[inline(always)]
@@ -295,12 +295,12 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     pub(crate) fn block_meta(&self, seg: u32, local: u32) -> &'a BlockMeta {
         let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
+        let addr = self.segs.meta() + self.layout().blocks_off + i * BLOCK_META_BYTES;
         // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
-        // the metadata buffer, which lives as long as the heap; i is below that bound.
-        unsafe {
-            &*((self.segs.meta() + self.layout().blocks_off + i * core::mem::size_of::<BlockMeta>() as u64)
-                as usize as *const BlockMeta)
-        }
+        // the metadata buffer, which lives as long as the heap; i is below that bound. A
+        // BlockMeta is repr(C) of two Atom32: the two words at `addr` (on the GPU and the host,
+        // `words32` is the address itself; under loom, two loom atomics of the arena).
+        unsafe { &*(crate::atomic::words32(addr, 2).as_ptr() as *const BlockMeta) }
     }
 
     /// Block tree of group `g`.

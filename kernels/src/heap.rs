@@ -96,27 +96,29 @@ impl DeviceHeap {
         unsafe { &*(self.meta as usize as *const HeapLayout) }
     }
 
-    /// The segment layer: segment tree, table, blocks-out counts, runs.
+    /// The segment layer: segment tree, table, blocks-out counts, runs. The layers are the
+    /// allocator's internals (public for the loom models and tools): their methods keep the
+    /// heap's invariants only when called as the heap calls them.
     #[inline(always)]
-    pub(crate) fn segments(&self) -> Segments<'_> {
+    pub fn segments(&self) -> Segments<'_> {
         Segments::new(self.mem, self.layout())
     }
 
     /// The block layer (with the segments beneath): block metadata, block trees, formatters.
     #[inline(always)]
-    pub(crate) fn blocks(&self) -> Blocks<'_> {
+    pub fn blocks(&self) -> Blocks<'_> {
         Blocks::new(self.segments())
     }
 
     /// The slice layer (with the blocks beneath): the current-block slots.
     #[inline(always)]
-    pub(crate) fn slots(&self) -> Slots<'_> {
+    pub fn slots(&self) -> Slots<'_> {
         Slots::new(self.blocks())
     }
 
     /// The hand-out bitmap (used only when `checking()`).
     #[inline(always)]
-    pub(crate) fn hand_out(&self) -> HandOut<'_> {
+    pub fn hand_out(&self) -> HandOut<'_> {
         HandOut::new(self.mem, self.layout())
     }
 

@@ -22,7 +22,6 @@ pub mod block;
 pub mod class;
 pub mod harness;
 pub mod layout;
-#[cfg(not(loom))]
 pub mod trace;
 pub mod veb;
 
@@ -30,17 +29,12 @@ pub mod veb;
 pub mod alloc_api;
 #[cfg(not(loom))]
 pub mod boxed;
-#[cfg(not(loom))]
 pub mod check;
 #[cfg(not(loom))]
 pub mod global;
-#[cfg(not(loom))]
 pub mod heap;
-#[cfg(not(loom))]
 pub mod segment;
-#[cfg(not(loom))]
 pub mod slice;
-#[cfg(not(loom))]
 pub mod validate;
 
 #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
@@ -75,12 +69,17 @@ pub const INSTALL_WAIT_NS: u64 = 2 * FORMAT_WAIT_NS + 10_000_000;
 pub const SWEEP_WAIT_NS: u64 = 100_000_000;
 /// Sleeps a wait may take whatever the clock says: a bound that holds even if the global timer
 /// stood still (`nanosleep` may also return at once), so no wait can hang.
+#[cfg(not(loom))]
 pub const MAX_WAIT_ROUNDS: u32 = 1 << 20;
+/// Under loom the clock stands still (executions must be deterministic) and each sleep is a
+/// loom yield, which lets the other threads take a step: enough rounds for a model's
+/// installer or formatter to finish, few enough for loom to explore.
+#[cfg(loom)]
+pub const MAX_WAIT_ROUNDS: u32 = 64;
 
 /// A bounded wait for another thread's progress: exponential backoff until a deadline on the
 /// GPU's global timer (or `MAX_WAIT_ROUNDS` sleeps). The clock is first read at the first
 /// sleep, so that paths that never wait never read it.
-#[cfg_attr(loom, allow(dead_code))] // its users are not part of the loom build
 pub(crate) struct Wait {
     ns: u32,
     budget_ns: u64,
@@ -89,7 +88,6 @@ pub(crate) struct Wait {
     rounds: u32,
 }
 
-#[cfg_attr(loom, allow(dead_code))]
 impl Wait {
     /// A wait of at most `budget_ns` from its first sleep.
     #[inline(always)]
@@ -117,9 +115,7 @@ impl Wait {
 
 #[cfg(not(loom))]
 pub use boxed::{DBox, DVec, RawVec};
-#[cfg(not(loom))]
 pub use heap::{DeviceHeap, HeapLayout};
-#[cfg(not(loom))]
 pub use validate::{HeapError, Stats};
 
 /// Name of the stamp kernel in the PTX of an allocator built with the checks: its `malloc`

@@ -166,7 +166,7 @@ impl<'a> Slots<'a> {
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
-    pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+    pub fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
         let shard = arch::smid() & (self.layout().shards - 1);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
@@ -383,7 +383,7 @@ impl<'a> Slots<'a> {
     /// Gives back `k` slices of block `local` of segment `seg` (of class `c`); the giver that
     /// completes the block recycles it.
     #[inline(always)]
-    pub(crate) fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
+    pub fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
         if self.blocks.block_meta(seg, local).give_back(k, slices_per_block(c)) {
             self.recycle(seg, local);
         }

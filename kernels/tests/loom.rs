@@ -393,3 +393,153 @@ fn slot_install_publishes_the_block_to_takers() {
         assert!(served >= 1);
     });
 }
+
+// Models of the real heap (issue 10, item 14): `DeviceHeap` and its layers (`Segments`,
+// `Blocks`, `Slots`) over an arena of loom atomics (`atomic::LoomMeta`), one small heap per
+// execution. The heap's memory is never dereferenced by the allocator (no headers), so its
+// base is a made-up address; the data each protocol hands over is a `loom::cell::UnsafeCell`
+// per slice address (`Cells`), which the models write as owners do: loom reports a causality
+// violation if two owners of the same memory are not ordered by the allocator's
+// acquire/release chains. Every model ends by freeing what it holds, trimming, and running
+// the validator: the heap must be whole again.
+
+mod real {
+    use loom::cell::UnsafeCell;
+    use loom::sync::Arc;
+    use loom::thread;
+    use veballoc_kernels::arch::set_host_thread_index;
+    use veballoc_kernels::atomic::LoomMeta;
+    use veballoc_kernels::class::{
+        class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
+    };
+    use veballoc_kernels::{DeviceHeap, HeapLayout};
+
+    /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
+    const MEM: u64 = 1 << 40;
+    /// Current slots per class in the models: two multiprocessors.
+    const SHARDS: u32 = 2;
+    /// Preemptions loom explores per execution in the smaller models (unless
+    /// `LOOM_MAX_PREEMPTIONS` says otherwise), and in the larger ones (three or more threads
+    /// on the long paths): enough for the races below (each model fails with an ordering
+    /// broken, see the commit messages), few enough for `scripts/test.sh`.
+    const PREEMPTIONS: usize = 2;
+    /// Branches an execution may take (the real paths are long).
+    const MAX_BRANCHES: usize = 20_000;
+    /// What an owner writes in its memory.
+    const WRITTEN: u64 = 1;
+
+    /// A heap of `segments` segments over loom atomics.
+    struct Model {
+        _meta: LoomMeta,
+        heap: DeviceHeap,
+        cells: Cells,
+    }
+
+    impl Model {
+        fn new(segments: u32, addrs: Vec<u64>) -> Arc<Self> {
+            let layout = HeapLayout::new(segments, SHARDS, false);
+            let meta = LoomMeta::new(&layout.header_words(), layout.meta_bytes);
+            let heap = DeviceHeap { mem: MEM, meta: meta.addr() };
+            for i in 0..layout.init_words() {
+                heap.init_word(i);
+            }
+            Arc::new(Self { _meta: meta, heap, cells: Cells::new(addrs) })
+        }
+
+        /// Frees `ptrs`, trims, and checks that the heap is whole (every segment free) and
+        /// that it counted `(invalid frees, double frees, out-of-memory nulls)`.
+        fn check_whole(&self, ptrs: &[*mut u8], counted: (u64, u64, u64)) {
+            for &p in ptrs {
+                self.heap.free(p);
+            }
+            self.heap.trim();
+            let s = self.heap.validate().expect("the validator");
+            assert_eq!(s.free_segments, self.heap.layout().num_segments as u64, "{s:?}");
+            assert_eq!((s.invalid_frees, s.double_frees, s.out_of_memory), counted, "{s:?}");
+        }
+    }
+
+    /// One data cell per heap address a model may hand out.
+    struct Cells(Vec<(u64, UnsafeCell<u64>)>);
+
+    impl Cells {
+        fn new(mut addrs: Vec<u64>) -> Self {
+            addrs.sort();
+            addrs.dedup();
+            Self(addrs.into_iter().map(|a| (a, UnsafeCell::new(0))).collect())
+        }
+        fn cell(&self, p: *mut u8) -> &UnsafeCell<u64> {
+            let a = p as u64;
+            let i = self.0.binary_search_by_key(&a, |c| c.0).unwrap_or_else(|_| panic!("no cell at {a:#x}"));
+            &self.0[i].1
+        }
+        /// The owner of `p` writes it (loom checks that every earlier owner's access
+        /// happened before).
+        fn write(&self, p: *mut u8) {
+            // SAFETY: the caller owns `p`; loom checks the claim.
+            self.cell(p).with_mut(|v| unsafe { *v = WRITTEN });
+        }
+    }
+
+    /// Addresses of slices `0..n` of the blocks `blocks` of class `c` in segment 0.
+    fn slices(c: usize, blocks: core::ops::Range<u32>, n: u32) -> Vec<u64> {
+        let g = group_of(c);
+        blocks
+            .flat_map(|b| {
+                (0..n).map(move |s| MEM + b as u64 * group_block_bytes(g) + s as u64 * slice_bytes(c))
+            })
+            .collect()
+    }
+
+    /// Runs `f` under loom (at most `preemptions` preemptions) and says how many
+    /// executions it explored.
+    fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let mut b = loom::model::Builder::new();
+        if b.preemption_bound.is_none() {
+            b.preemption_bound = Some(preemptions);
+        }
+        b.max_branches = b.max_branches.max(MAX_BRANCHES);
+        // A plain std counter: outside the model, not a shared variable loom explores.
+        let runs = std::sync::Arc::new(AtomicUsize::new(0));
+        let r = runs.clone();
+        b.check(move || {
+            r.fetch_add(1, Ordering::Relaxed);
+            f()
+        });
+        eprintln!("loom: {} executions", runs.load(Ordering::Relaxed));
+    }
+
+    /// A 4 KiB class: 16 blocks of 1 MiB per segment, 256 slices per block.
+    const SIZE: u64 = 4096;
+
+    /// (1) Two mallocs on an empty heap, on one multiprocessor: one is elected to install a
+    /// block (formatting the segment), the other waits for it; both get distinct slices of
+    /// it, and free them: each free reads the block's kind, which the installer wrote before
+    /// its release swap (a stale kind would count a double free). A trim and the segment's
+    /// reclaim then leave the heap whole.
+    #[test]
+    fn mallocs_race_to_install_on_an_empty_heap() {
+        let c = class_of(SIZE);
+        model(PREEMPTIONS, move || {
+            let m = Model::new(1, slices(c, 0..group_blocks_per_segment(group_of(c)), 2));
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let m = m.clone();
+                    thread::spawn(move || {
+                        set_host_thread_index(0);
+                        let p = m.heap.malloc(SIZE);
+                        assert!(!p.is_null(), "null from a heap with room");
+                        m.cells.write(p);
+                        // The free reads the block's kind, which the installer wrote.
+                        m.heap.free(p);
+                        p as u64
+                    })
+                })
+                .collect();
+            let ps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            assert_ne!(ps[0], ps[1], "one slice handed out twice");
+            m.check_whole(&[], (0, 0, 0));
+        });
+    }
+}
