@@ -410,7 +410,8 @@ mod real {
     use veballoc_kernels::arch::set_host_thread_index;
     use veballoc_kernels::atomic::LoomMeta;
     use veballoc_kernels::class::{
-        class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
+        block_run_len, class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
+        slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
     };
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
@@ -608,6 +609,58 @@ mod real {
             });
             let q = q.expect("the reclaimed segment");
             m.check_whole(&[q as *mut u8], (0, 0, 0));
+        });
+    }
+
+    /// (3) The last free block of a full segment: a taker on multiprocessor 0 takes the last
+    /// slice of its current block and installs the next one, while a taker on
+    /// multiprocessor 1, whose slot is empty, tries to install one too; the loser of the
+    /// claim steals from the winner's slot (or finds it not yet installed and gets nothing).
+    /// Every slice goes to one taker, and the thief's free of a stolen slice reads the block's
+    /// kind that the installer wrote (through the install's release swap and the steal's
+    /// acquire add).
+    #[test]
+    fn steal_races_an_install() {
+        let c = class_of(64);
+        assert_eq!(group_of(c), RUN_GROUP);
+        let per_block = slices_per_block(c);
+        let bps = group_blocks_per_segment(RUN_GROUP);
+        let whole = (bps as u64 - 2) * RUN_BLOCK_BYTES;
+        assert!(whole > MAX_SLICE_BYTES && block_run_len(whole) == bps - 2);
+        model(PREEMPTIONS, move || {
+            let last = bps - 1;
+            let mut addrs = slices(c, last..bps, 2);
+            addrs.push(MEM + (per_block as u64 - 1) * slice_bytes(c));
+            let m = Model::new(1, addrs);
+            set_host_thread_index(0);
+            // Block 0 current on multiprocessor 0 with one slice left, blocks 1..bps-1 out
+            // as one run: only the segment's last block is free.
+            let p0 = m.heap.malloc(64);
+            let (rest, got) = m.heap.take_slices(c, per_block - 2).unwrap();
+            assert_eq!((p0 as u64, rest, got), (MEM, MEM + slice_bytes(c), per_block - 2));
+            let run = m.heap.malloc(whole);
+            assert_eq!(run as u64, MEM + RUN_BLOCK_BYTES);
+            let hs: Vec<_> = (0..2u64)
+                .map(|i| {
+                    let m = m.clone();
+                    thread::spawn(move || {
+                        set_host_thread_index(i);
+                        let q = m.heap.slots().take_in_row(c, 1).map(|(q, _)| q as *mut u8);
+                        if let Some(q) = q {
+                            m.cells.write(q);
+                            // The thief's free: the block's kind must be the installer's.
+                            m.heap.free(q);
+                        }
+                        q.map(|q| q as u64)
+                    })
+                })
+                .collect();
+            let qs: Vec<Option<u64>> = hs.into_iter().map(|h| h.join().unwrap()).collect();
+            assert_eq!(qs[0], Some(MEM + (per_block as u64 - 1) * slice_bytes(c)), "block 0's last slice");
+            assert_ne!(qs[0], qs[1]);
+            // Give back what the test took in bulk (one atomic, as `settle_packed` does).
+            m.heap.slots().release_slices(0, 0, c, per_block - 2);
+            m.check_whole(&[p0, run], (0, 0, 0));
         });
     }
 }
