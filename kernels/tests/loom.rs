@@ -424,6 +424,7 @@ mod real {
     /// on the long paths): enough for the races below (each model fails with an ordering
     /// broken, see the commit messages), few enough for `scripts/test.sh`.
     const PREEMPTIONS: usize = 2;
+    const PREEMPTIONS_LARGE: usize = 1;
     /// Branches an execution may take (the real paths are long).
     const MAX_BRANCHES: usize = 20_000;
     /// What an owner writes in its memory.
@@ -661,6 +662,49 @@ mod real {
             // Give back what the test took in bulk (one atomic, as `settle_packed` does).
             m.heap.slots().release_slices(0, 0, c, per_block - 2);
             m.check_whole(&[p0, run], (0, 0, 0));
+        });
+    }
+
+    /// (4) A trim retires the slot of a current block while a taker takes from it and the
+    /// owner of one of its slices frees it. Each of the block's slices is handed out once or
+    /// given back once (by the retirer, or by the installer that replaced the block); the
+    /// last giver recycles the block, and a later owner of the freed slice (the taker, when
+    /// it gets the recycled block) writes it after the freer did.
+    #[test]
+    fn trim_races_a_take_and_a_free() {
+        let c = class_of(SIZE);
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, slices(c, 0..group_blocks_per_segment(group_of(c)), 2));
+            set_host_thread_index(0);
+            let p = m.heap.malloc(SIZE);
+            assert_eq!(p as u64, MEM);
+            let f = m.clone();
+            let freer = thread::spawn(move || {
+                set_host_thread_index(2);
+                f.cells.write(p as *mut u8);
+                f.heap.free(p as *mut u8);
+            });
+            let r = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(1);
+                r.heap.trim_slot(c, 0);
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let q = t.heap.slots().take_in_row(c, 1).map(|(q, _)| q);
+                if let Some(q) = q {
+                    t.cells.write(q as *mut u8);
+                }
+                q
+            });
+            freer.join().unwrap();
+            trimmer.join().unwrap();
+            let q = taker.join().unwrap().or_else(|| {
+                transient_null();
+                m.heap.slots().take_in_row(c, 1).map(|(q, _)| q)
+            });
+            m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0));
         });
     }
 }
