@@ -413,6 +413,7 @@ mod real {
         block_run_len, class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
         slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
     };
+    use veballoc_kernels::heap::counter;
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -705,6 +706,48 @@ mod real {
                 m.heap.slots().take_in_row(c, 1).map(|(q, _)| q)
             });
             m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0));
+        });
+    }
+
+    /// (5) Two frees of the same run of whole blocks race: the owner writes the run, starts
+    /// a second thread that frees it too (a double free), and frees it. Exactly one free
+    /// returns the blocks and the other is counted (a double free while the block is parked,
+    /// an invalid free once its segment went back to the segment tree); the tree never holds
+    /// a block twice (the validator, and a new run of the same size is the same run); and the
+    /// next owner's write comes after the owner's, whichever free returned the run (the
+    /// winner's kind CAS and release inserts, the next claim's acquire).
+    #[test]
+    fn whole_block_double_free_races() {
+        let size = MAX_SLICE_BYTES + 1;
+        model(PREEMPTIONS, move || {
+            let m = Model::new(1, vec![MEM]);
+            set_host_thread_index(0);
+            let p = m.heap.malloc(size) as u64;
+            assert_eq!(p, MEM);
+            let f = m.clone();
+            let owner = thread::spawn(move || {
+                set_host_thread_index(1);
+                f.cells.write(p as *mut u8);
+                let g = f.clone();
+                let second = thread::spawn(move || {
+                    set_host_thread_index(2);
+                    g.heap.free(p as *mut u8);
+                });
+                f.heap.free(p as *mut u8);
+                second.join().unwrap();
+            });
+            owner.join().unwrap();
+            let (invalid, double) = (
+                m.heap.counter(counter::INVALID_FREE).load_relaxed(),
+                m.heap.counter(counter::DOUBLE_FREE).load_relaxed(),
+            );
+            assert_eq!(invalid + double, 1, "one free of two is counted");
+            m.heap.validate().expect("the validator");
+            // The run is back, once: the next run of its size is the same run.
+            let q = m.heap.malloc(size);
+            assert_eq!(q as u64, p);
+            m.cells.write(q);
+            m.check_whole(&[q], (invalid, double, 0));
         });
     }
 }
