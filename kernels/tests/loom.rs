@@ -1,5 +1,7 @@
 //! loom models of the claim/release races: run with
 //! `RUSTFLAGS="--cfg loom" cargo test -p veballoc-kernels --test loom --release`.
+//! The first models drive the trees and the slot words directly; `mod real` runs the real
+//! heap (`DeviceHeap` and its layers) over an arena of loom atomics.
 #![cfg(loom)]
 
 use loom::sync::Arc;
@@ -431,15 +433,19 @@ mod real {
     /// What an owner writes in its memory.
     const WRITTEN: u64 = 1;
 
-    /// Executions in which a request got null from a heap with room: the reclaim window (a
-    /// segment whose last block came back is out of its group's tree and not yet in the
-    /// segment tree, so a claim that looks then sees both empty; see `Blocks::try_reclaim`).
-    /// The models allow it, check that the memory is there once the reclaim is done, and say
-    /// how often it happened.
-    static TRANSIENT_NULLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    // Executions in which a request got null from a heap with room: the reclaim window (a
+    // segment whose last block came back is out of its group's tree and not yet in the
+    // segment tree, so a claim that looks then sees both empty; see `Blocks::try_reclaim`).
+    // The models allow it, check that the memory is there once the reclaim is done, and say
+    // how often it happened.
+    // Per test: each test's model runs on its own OS thread (loom's threads are coroutines
+    // of it), so a std thread-local counts one model's executions.
+    std::thread_local! {
+        static TRANSIENT_NULLS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+    }
 
     fn transient_null() {
-        TRANSIENT_NULLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        TRANSIENT_NULLS.with(|n| n.set(n.get() + 1));
     }
 
     /// A heap of `segments` segments over loom atomics.
@@ -522,9 +528,9 @@ mod real {
             f()
         });
         eprintln!(
-            "loom: {} executions, {} transient nulls (all models so far)",
+            "loom: {} executions, {} with a transient null",
             runs.load(Ordering::Relaxed),
-            TRANSIENT_NULLS.load(Ordering::Relaxed)
+            TRANSIENT_NULLS.with(|n| n.replace(0))
         );
     }
 
@@ -677,8 +683,8 @@ mod real {
         model(PREEMPTIONS_LARGE, move || {
             let m = Model::new(1, slices(c, 0..group_blocks_per_segment(group_of(c)), 2));
             set_host_thread_index(0);
-            let p = m.heap.malloc(SIZE);
-            assert_eq!(p as u64, MEM);
+            let p = m.heap.malloc(SIZE) as u64;
+            assert_eq!(p, MEM);
             let f = m.clone();
             let freer = thread::spawn(move || {
                 set_host_thread_index(2);
