@@ -277,7 +277,7 @@ impl crate::heap::DeviceHeap {
     }
 
     /// Per-group lock word held while one thread formats segments for the group, and the
-    /// count of claimers waiting for it.
+    /// blocks that claimers waiting for it want.
     #[inline(always)]
     fn format_lock(&self, g: usize) -> (&Atom32, &Atom32) {
         // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
@@ -348,8 +348,8 @@ impl crate::heap::DeviceHeap {
                 crate::trace::add(self.meta, crate::trace::Event::FormatEntries, 1);
                 got = if locked { self.claim_from_tree(g, k) } else { None };
                 if got.is_none() {
-                    // Relaxed: a sizing hint.
-                    let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
+                    // Relaxed: a sizing hint (blocks wanted, ours included).
+                    let want = waiters.load_relaxed().max(k);
                     let segs = if locked {
                         want.div_ceil(bps * formatters(g)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
@@ -382,10 +382,12 @@ impl crate::heap::DeviceHeap {
                     break;
                 }
             }
-            if !waiting {
+            if locked && !waiting {
                 waiting = true;
-                // Relaxed: a sizing hint for the lock holder.
-                waiters.fetch_add_relaxed(1);
+                // Relaxed: a sizing hint for the formatters, in blocks (a formatter that
+                // entered reads it after its own second claim, by when the claimers that
+                // found the semaphore full have counted themselves).
+                waiters.fetch_add_relaxed(k);
             }
             crate::trace::add(self.meta, crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
@@ -394,7 +396,7 @@ impl crate::heap::DeviceHeap {
         }
         if waiting {
             // Relaxed: as above.
-            waiters.fetch_add_relaxed(u32::MAX);
+            waiters.fetch_add_relaxed(k.wrapping_neg());
         }
         got
     }

@@ -135,11 +135,14 @@ impl DeviceHeap {
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.
-        // Release: orders the metadata writes above before the entry; `free` reads the entry
-        // only for pointers handed out after the tree inserts below, which also publish it.
-        self.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | g as u32);
-        // Release: the kept block is out; ordered before the inserts so claimers count on.
-        self.seg_out(seg).store_release(kept);
+        // Relaxed: published by the release inserts below (claimers of the other blocks
+        // acquire them), and for the kept blocks by the caller's release that hands them out
+        // (the slot install, or the whole block's kind); `free` reads the entry only for
+        // pointers handed out after one of those.
+        self.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
+        // Relaxed: the kept blocks are out; the release inserts below order it before any
+        // claimer's count of another block (and a reclaimer's CAS acquires them).
+        self.seg_out(seg).store_relaxed(kept);
         if bps > kept {
             self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
@@ -157,6 +160,7 @@ impl DeviceHeap {
             if out.cas_acq_rel(0, RECLAIMING).is_err() {
                 return;
             }
+            crate::trace::add(self.meta, crate::trace::Event::Reclaims, 1);
             if self.block_tree(g).remove_range_exact(base, bps) {
                 // We own every block of the segment now.
                 // Release: the entry is cleared before the segment becomes claimable.

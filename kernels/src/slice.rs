@@ -393,8 +393,13 @@ impl DeviceHeap {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
         let entry = self.seg_table(seg).load_acquire();
         if let SegKind::Group(g) = seg_kind(entry) {
+            let t0 = trace::now();
             self.block_meta(seg, local).park();
             self.release_block(g, gid_of(seg, local));
+            if trace::ON {
+                trace::add(self.meta, Event::Recycles, 1);
+                trace::add(self.meta, Event::RecycleNs, trace::now() - t0);
+            }
         }
     }
 

@@ -26,6 +26,8 @@ pub const MAX_LEVELS: usize = 6;
 /// on to the next word: each loss means some bit of the word was taken, so this bounds the
 /// work per word without ever giving up on the words after it.
 pub const WORD_CLAIM_TRIES: u32 = WORD_BITS as u32;
+/// Leaf words `insert_range` updates before it looks at their old values (their RMWs overlap).
+pub const INSERT_BATCH_WORDS: usize = 4;
 /// Lost races for a run at one start index before a run claim moves past that start.
 pub const RUN_CLAIM_TRIES: u32 = 8;
 /// Words after the levels: the clear-window counters (started, ended).
@@ -358,6 +360,21 @@ impl<'a> Veb<'a> {
         let l = &self.layout;
         let mut level = 0u32;
         let mut pos = x;
+        if x == 0 && l.levels > 1 {
+            // The lowest-first search of every claim: the first leaf word and the top summary
+            // are loaded together, so that an empty tree costs one load latency, not one per
+            // level. Relaxed: hints, as below.
+            let first = self.word(0, 0).load_relaxed();
+            let top = self.word(l.levels - 1, 0).load_relaxed();
+            if first != 0 {
+                return Some(first.trailing_zeros() as u64);
+            }
+            if top == 0 {
+                return None;
+            }
+            // Word 0 of the leaves is empty: go on from its parent, as the walk would.
+            (level, pos) = (1, 1);
+        }
         loop {
             if pos >= l.bits(level) {
                 return None;
@@ -452,12 +469,35 @@ impl<'a> Veb<'a> {
     /// Marks `[start, start + k)` free.
     #[inline(never)]
     pub fn insert_range(&self, start: u64, k: u64) {
+        if k == 0 {
+            return;
+        }
         let end = start + k;
         debug_assert!(end <= self.layout.universe);
+        // Release (fence): publishes what the inserter wrote about the items to whoever claims
+        // them; each relaxed RMW below after it forms a release pattern (PTX ISA, memory
+        // consistency model; fence-to-atomic synchronisation on the host). One fence for all
+        // the words instead of an acq_rel RMW each, so that their RMWs overlap (a segment's
+        // format inserts up to four words).
+        crate::arch::fence_acq_rel_gpu();
+        let last = (end - 1) / WORD_BITS;
         let mut w = start / WORD_BITS;
-        while w * WORD_BITS < end {
-            self.set_bits(0, w, range_mask(w, start, end));
-            w += 1;
+        while w <= last {
+            let mut olds = [!0u64; INSERT_BATCH_WORDS];
+            for (i, old) in olds.iter_mut().enumerate() {
+                let wi = w + i as u64;
+                if wi <= last {
+                    // Relaxed: ordered by the fence above (release); nothing to acquire.
+                    *old = self.word(0, wi).fetch_or_relaxed(range_mask(wi, start, end));
+                }
+            }
+            for (i, &old) in olds.iter().enumerate() {
+                // A word that was empty gets its summary bit (as in set_bits).
+                if old == 0 && self.layout.levels > 1 {
+                    self.set_up(1, w + i as u64);
+                }
+            }
+            w += INSERT_BATCH_WORDS as u64;
         }
     }
 
