@@ -11,6 +11,12 @@
 //! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
+#[cfg(not(loom))]
+use crate::class::RUN_GROUP;
+#[cfg(not(loom))]
+use crate::layout::HeapLayout;
+#[cfg(not(loom))]
+use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
 pub use crate::class::{
     block_bytes, blocks_per_segment, ceil_log2, class_of, group_block_bytes, group_block_shift,
@@ -244,28 +250,67 @@ pub fn slot_retire(slot: &Atom64, per_block: u32) -> Option<(u64, u32)> {
     }
 }
 
+/// What a free of a whole block (or run of them) or of a run of segments did.
+#[must_use]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FreeOutcome {
+    /// Given back.
+    Freed,
+    /// Not handed out (a second free, or a race with one): nothing changed; the heap counts
+    /// it as a double free.
+    NotHandedOut,
+}
+
+/// The block layer's part of the metadata: the block metadata, the per-group block trees and
+/// the formatter words, with the segment layer (`Segments`) beneath for formatting segments
+/// into blocks and reclaiming them. A `Copy` view (two words) that the heap builds from its
+/// layout (`DeviceHeap::blocks`); the slice layer installs and recycles blocks through it.
 #[cfg(not(loom))]
-impl crate::heap::DeviceHeap {
+#[derive(Clone, Copy, Debug)]
+pub struct Blocks<'a> {
+    segs: Segments<'a>,
+}
+
+#[cfg(not(loom))]
+impl<'a> Blocks<'a> {
+    /// The blocks over the segments `segs`.
+    #[inline(always)]
+    pub fn new(segs: Segments<'a>) -> Self {
+        Self { segs }
+    }
+
+    /// The segment layer beneath.
+    #[inline(always)]
+    pub fn segments(&self) -> Segments<'a> {
+        self.segs
+    }
+
+    /// The heap's layout.
+    #[inline(always)]
+    pub fn layout(&self) -> &'a HeapLayout {
+        self.segs.layout()
+    }
+
     /// Metadata of block `local` of segment `seg`.
     #[inline(always)]
-    pub(crate) fn block_meta(&self, seg: u32, local: u32) -> &BlockMeta {
+    pub(crate) fn block_meta(&self, seg: u32, local: u32) -> &'a BlockMeta {
         let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
         // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
         // the metadata buffer, which lives as long as the heap; i is below that bound.
         unsafe {
-            &*((self.meta + self.layout().blocks_off + i * core::mem::size_of::<BlockMeta>() as u64) as usize
-                as *const BlockMeta)
+            &*((self.segs.meta() + self.layout().blocks_off + i * core::mem::size_of::<BlockMeta>() as u64)
+                as usize as *const BlockMeta)
         }
     }
 
     /// Block tree of group `g`.
     #[inline(always)]
-    pub(crate) fn block_tree(&self, g: usize) -> crate::veb::Veb<'_> {
+    pub(crate) fn block_tree(&self, g: usize) -> crate::veb::Veb<'a> {
         let l = self.layout().block_tree;
         let off = self.layout().block_tree_off + g as u64 * l.total_words as u64 * 8;
         // SAFETY: the layout reserved NUM_GROUPS trees of `total_words` words from
         // `block_tree_off`, and g < NUM_GROUPS.
-        let w = unsafe { crate::atomic::words(self.meta + off, l.total_words as usize) };
+        let w = unsafe { crate::atomic::words(self.segs.meta() + off, l.total_words as usize) };
         crate::veb::Veb::new(w, l)
     }
 
@@ -273,15 +318,17 @@ impl crate::heap::DeviceHeap {
     #[inline(always)]
     pub(crate) fn block_addr(&self, g: usize, gid: u64) -> u64 {
         let (seg, local) = split_gid(gid);
-        self.mem + ((seg as u64) << crate::SEGMENT_SHIFT) + ((local as u64) << group_block_shift(g))
+        self.segs.segment_addr(seg) + ((local as u64) << group_block_shift(g))
     }
 
     /// Per-group lock word held while one thread formats segments for the group, and the
     /// blocks that claimers waiting for it want.
     #[inline(always)]
-    fn format_lock(&self, g: usize) -> (&Atom32, &Atom32) {
+    fn format_lock(&self, g: usize) -> (&'a Atom32, &'a Atom32) {
         // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
-        let w = unsafe { crate::atomic::words32(self.meta + self.layout().format_lock_off, 2 * NUM_GROUPS) };
+        let w = unsafe {
+            crate::atomic::words32(self.segs.meta() + self.layout().format_lock_off, 2 * NUM_GROUPS)
+        };
         (&w[2 * g], &w[2 * g + 1])
     }
 
@@ -303,14 +350,14 @@ impl crate::heap::DeviceHeap {
         let t0 = crate::trace::now();
         let got = self.block_tree(g).try_claim_bits(0, spread, k);
         if crate::trace::ON {
-            crate::trace::add(self.meta, crate::trace::Event::TreeNs, crate::trace::now() - t0);
-            crate::trace::add(self.meta, crate::trace::Event::TreeMisses, got.is_none() as u64);
+            crate::trace::add(self.segs.meta(), crate::trace::Event::TreeNs, crate::trace::now() - t0);
+            crate::trace::add(self.segs.meta(), crate::trace::Event::TreeMisses, got.is_none() as u64);
         }
         let (word, mask) = got?;
         let (seg, base) = split_gid(word * crate::veb::WORD_BITS);
         // AcqRel: counts the blocks out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
+        self.segs.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
         Some(BlockBatch { seg, base, mask })
     }
 
@@ -345,7 +392,7 @@ impl crate::heap::DeviceHeap {
                 break;
             }
             if !locked || Self::enter_format(lock, formatters(g)) {
-                crate::trace::add(self.meta, crate::trace::Event::FormatEntries, 1);
+                crate::trace::add(self.segs.meta(), crate::trace::Event::FormatEntries, 1);
                 got = if locked { self.claim_from_tree(g, k) } else { None };
                 if got.is_none() {
                     // Relaxed: a sizing hint (blocks wanted, ours included).
@@ -358,14 +405,18 @@ impl crate::heap::DeviceHeap {
                     let t0 = crate::trace::now();
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
-                        let Some(seg) = self.seg_tree().try_claim_spread(0, 0) else { break };
+                        let Some(seg) = self.segs.seg_tree().try_claim_spread(0, 0) else { break };
                         self.format_segment(seg as u32, g, if i == 0 { k } else { 0 });
                         if i == 0 {
                             got = Some(BlockBatch { seg: seg as u32, base: 0, mask: u64::MAX >> (64 - k) });
                         }
                     }
                     if crate::trace::ON {
-                        crate::trace::add(self.meta, crate::trace::Event::FormatNs, crate::trace::now() - t0);
+                        crate::trace::add(
+                            self.segs.meta(),
+                            crate::trace::Event::FormatNs,
+                            crate::trace::now() - t0,
+                        );
                     }
                 }
                 if locked {
@@ -377,7 +428,8 @@ impl crate::heap::DeviceHeap {
                 // one-pass claims above may miss an index for a moment); a claim that lost its
                 // races to other claimers, or missed, tries again.
                 if got.is_some()
-                    || (self.seg_tree().successor(0).is_none() && self.block_tree(g).successor(0).is_none())
+                    || (self.segs.seg_tree().successor(0).is_none()
+                        && self.block_tree(g).successor(0).is_none())
                 {
                     break;
                 }
@@ -389,7 +441,7 @@ impl crate::heap::DeviceHeap {
                 // found the semaphore full have counted themselves).
                 waiters.fetch_add_relaxed(k);
             }
-            crate::trace::add(self.meta, crate::trace::Event::ClaimSleeps, 1);
+            crate::trace::add(self.segs.meta(), crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
                 break;
             }
@@ -412,10 +464,10 @@ impl crate::heap::DeviceHeap {
         }
         if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
             // AcqRel: as in claim_from_tree.
-            self.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+            self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
             return Some(gid);
         }
-        let seg = self.seg_tree().claim_from(0)? as u32;
+        let seg = self.segs.seg_tree().claim_from(0)? as u32;
         self.format_segment(seg, g, k);
         Some(gid_of(seg, 0))
     }
@@ -427,10 +479,155 @@ impl crate::heap::DeviceHeap {
         let seg = split_gid(gid).0;
         self.block_tree(g).insert(gid);
         // AcqRel: after the insert, so a reclaimer that sees zero also sees our bit.
-        let old = self.seg_out(seg).fetch_sub_acq_rel(1);
+        let old = self.segs.seg_out(seg).fetch_sub_acq_rel(1);
         if old & crate::segment::OUT_COUNT_MASK == 1 {
             self.try_reclaim(seg, g);
         }
+    }
+
+    /// Formats the just-claimed segment `seg` for group `g`. Its first `kept` blocks
+    /// stay with the caller; every other block goes into the group's tree.
+    #[inline(never)]
+    pub(crate) fn format_segment(&self, seg: u32, g: usize, kept: u32) {
+        let bps = group_blocks_per_segment(g);
+        crate::trace::add(self.segs.meta(), crate::trace::Event::Formats, 1);
+        // The blocks' metadata needs no reset: a slot that served before was parked when its
+        // block went back to its tree (and every block of a reclaimed segment had), and a slot
+        // never installed is all zeros, which no stale warp can name.
+        // Relaxed: published by the release inserts below (claimers of the other blocks
+        // acquire them), and for the kept blocks by the caller's release that hands them out
+        // (the slot install, or the whole block's kind); `free` reads the entry only for
+        // pointers handed out after one of those.
+        self.segs.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
+        // Relaxed: the kept blocks are out; the release inserts below order it before any
+        // claimer's count of another block (and a reclaimer's CAS acquires them).
+        self.segs.seg_out(seg).store_relaxed(kept);
+        if bps > kept {
+            self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
+        }
+    }
+
+    /// Takes segment `seg` of group `g` back from its group once all its blocks are free.
+    /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
+    #[inline(never)]
+    pub(crate) fn try_reclaim(&self, seg: u32, g: usize) {
+        let out = self.segs.seg_out(seg);
+        let bps = group_blocks_per_segment(g) as u64;
+        let base = gid_of(seg, 0);
+        for _ in 0..RECLAIM_RETRIES {
+            // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
+            if out.cas_acq_rel(0, RECLAIMING).is_err() {
+                return;
+            }
+            crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
+            if self.block_tree(g).remove_range_exact(base, bps) {
+                // We own every block of the segment now.
+                // Release: the entry is cleared before the segment becomes claimable.
+                self.segs.seg_table(seg).store_release(0);
+                // Release: as above.
+                out.store_release(0);
+                self.segs.seg_tree().insert(seg as u64);
+                return;
+            }
+            // A block was claimed meanwhile. AcqRel: if its owner has already released it
+            // again (count back to zero) its release saw our flag and left the work to us.
+            let old = out.fetch_and_acq_rel(!RECLAIMING);
+            if old & OUT_COUNT_MASK != 0 {
+                return;
+            }
+        }
+    }
+
+    /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
+    /// out (segments formatted ahead for waiting claimers that nobody used, or whose last
+    /// reclaim gave up). For `trim`.
+    pub fn trim_segment(&self, seg: u32) {
+        // Relaxed: a hint; try_reclaim decides under its flag.
+        if let SegKind::Group(g) = seg_kind(self.segs.seg_table(seg).load_relaxed()) {
+            // Relaxed: as above.
+            if self.segs.seg_out(seg).load_relaxed() == 0 {
+                self.try_reclaim(seg, g);
+            }
+        }
+    }
+
+    /// Claims `k` contiguous segments for a request larger than a segment, and with
+    /// `tail > 0` the first `tail` 256 KiB blocks of the segment after them (formatted for
+    /// `RUN_GROUP`, its other blocks going to that group's tree); returns the first segment.
+    #[inline(never)]
+    pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
+        let s = self.segs.seg_tree().claim_run(k + (tail > 0) as u64)? as u32;
+        // Relaxed: published (with the head entry) by the release store below.
+        self.segs.seg_run(s).store_relaxed(k as u32);
+        // Relaxed: as above.
+        self.segs.seg_run_tail(s).store_relaxed(tail);
+        for t in 1..k as u32 {
+            // Relaxed: as above.
+            self.segs.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
+        }
+        if tail > 0 {
+            let ts = s + k as u32;
+            for i in 0..tail {
+                // Relaxed: published by format_segment's release store of the table entry
+                // (and the head's below).
+                self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
+            }
+            self.format_segment(ts, RUN_GROUP, tail);
+        }
+        // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
+        self.segs.seg_table(s).store_release(SegFlags::LARGE.bits());
+        Some(s)
+    }
+
+    /// Frees the run that starts at segment `s`. `NotHandedOut` when the run was not
+    /// handed out (a second free): nothing changes, and the heap counts it.
+    #[inline(never)]
+    pub(crate) fn free_large(&self, s: u32) -> FreeOutcome {
+        // AcqRel: of two frees of the run only one clears its head; acquires claim_large's
+        // release of the run length.
+        if self.segs.seg_table(s).cas_acq_rel(SegFlags::LARGE.bits(), 0).is_err() {
+            return FreeOutcome::NotHandedOut;
+        }
+        // Relaxed: ordered by the acquire CAS above.
+        let k = self.segs.seg_run(s).load_relaxed();
+        // Relaxed: as above.
+        let tail = self.segs.seg_run_tail(s).load_relaxed();
+        for t in 1..k {
+            // Relaxed: the release inserts below publish the cleared entries.
+            self.segs.seg_table(s + t).store_relaxed(0);
+        }
+        for i in 0..tail {
+            // The tail blocks go back to RUN_GROUP's tree like any freed block (the last
+            // block of their segment to come back returns the segment).
+            self.block_meta(s + k, i).park();
+            self.release_block(RUN_GROUP, gid_of(s + k, i));
+        }
+        self.segs.seg_tree().insert_range(s as u64, k as u64);
+        FreeOutcome::Freed
+    }
+
+    /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
+    /// kind swap; the other (racing, or later: the block is parked) gets `NotHandedOut`,
+    /// which the heap counts.
+    #[inline(never)]
+    pub(crate) fn free_block(&self, seg: u32, local: u32, g: usize) -> FreeOutcome {
+        let meta = self.block_meta(seg, local);
+        // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
+        // kind, with the run length before it); the release inserts in release_block
+        // publish the new kinds to the blocks' next owners.
+        if meta.kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
+            return FreeOutcome::NotHandedOut;
+        }
+        // Relaxed: ordered by the CAS above; the parked count is published by the release
+        // inserts below.
+        let k = meta.freed.load_relaxed().max(1);
+        meta.freed.store_relaxed(0);
+        for i in 1..k {
+            self.block_meta(seg, local + i).park();
+            self.release_block(g, gid_of(seg, local + i));
+        }
+        self.release_block(g, gid_of(seg, local));
+        FreeOutcome::Freed
     }
 }
 

@@ -12,25 +12,39 @@
 //! tell), so detection covers frees while the slice is not handed out.
 
 use crate::atomic::Atom64;
-use crate::block::{group_block_bytes, slice_bytes, MIN_SLICE_SHIFT};
-use crate::heap::DeviceHeap;
+use crate::class::{group_block_bytes, slice_bytes, MIN_SLICE_SHIFT};
+use crate::layout::{HeapLayout, BIT_WORD_BITS as WORD_BITS};
 
-/// Bits in a bitmap word.
-const WORD_BITS: u64 = 64;
-/// Bitmap words per segment: one bit per 16-byte unit.
-pub const BIT_WORDS_PER_SEGMENT: u64 = (crate::SEGMENT_BYTES >> MIN_SLICE_SHIFT) / WORD_BITS;
+pub use crate::layout::BIT_WORDS_PER_SEGMENT;
 
-impl DeviceHeap {
-    /// Whether this heap runs the checks (compiled in and given a bitmap).
+/// The hand-out bitmap (a heap with checks only): one bit per 16-byte unit of segment memory.
+/// A `Copy` view (two words) that the heap builds from its layout (`DeviceHeap::hand_out`).
+#[derive(Clone, Copy, Debug)]
+pub struct HandOut<'a> {
+    /// Address of segment 0.
+    mem: u64,
+    /// The layout, at the start of the metadata (its address is the metadata's).
+    layout: &'a HeapLayout,
+}
+
+impl<'a> HandOut<'a> {
+    /// The bitmap of the heap whose segment memory starts at `mem` and whose metadata starts
+    /// with `layout` (which must have the bitmap: `layout.checks != 0`).
     #[inline(always)]
-    pub fn checking(&self) -> bool {
-        crate::CHECKS && self.layout().checks != 0
+    pub fn new(mem: u64, layout: &'a HeapLayout) -> Self {
+        Self { mem, layout }
+    }
+
+    /// Address of the metadata (the layout is its header).
+    #[inline(always)]
+    fn meta(&self) -> u64 {
+        self.layout as *const HeapLayout as usize as u64
     }
 
     /// Word `w` of segment `seg`'s bitmap.
     #[inline(always)]
-    pub(crate) fn bit_word(&self, seg: u32, w: u64) -> &Atom64 {
-        let base = self.meta + self.layout().bits_off + seg as u64 * BIT_WORDS_PER_SEGMENT * 8;
+    pub(crate) fn bit_word(&self, seg: u32, w: u64) -> &'a Atom64 {
+        let base = self.meta() + self.layout.bits_off + seg as u64 * BIT_WORDS_PER_SEGMENT * 8;
         // SAFETY: a checking heap's layout reserved BIT_WORDS_PER_SEGMENT words per segment at
         // bits_off, and w < BIT_WORDS_PER_SEGMENT (callers pass slice indices of one segment).
         unsafe { &crate::atomic::words(base + w * 8, 1)[0] }

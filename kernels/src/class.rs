@@ -247,3 +247,8 @@ const fn check_table() {
 }
 const _: () = check_table();
 const _: () = assert!(RUN_BLOCK_BYTES * 4 <= MAX_SLICE_BYTES, "runs of blocks are within 25%");
+
+/// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
+/// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
+/// asks for, so that a block serves many warps whatever their sizes.
+pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];

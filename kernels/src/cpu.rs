@@ -129,7 +129,8 @@ impl CpuHeap {
             let c = crate::slice::PACKED_CLASSES[band];
             let unit = crate::block::slice_bytes(c);
             let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
-            let Some((base, got)) = self.heap.take_in_row(crate::slice::packed_row(band), units.iter().sum())
+            let Some((base, got)) =
+                self.heap.slots().take_in_row(crate::slice::packed_row(band), units.iter().sum())
             else {
                 break;
             };
@@ -137,7 +138,7 @@ impl CpuHeap {
             while served < pending.len() && before + units[served] <= got {
                 let p = base + before as u64 * unit;
                 if self.heap.checking() {
-                    self.heap.mark_handed_out(p, c, 1);
+                    self.heap.hand_out().mark_handed_out(p, c, 1);
                 }
                 out[pending[served]] = p as *mut u8;
                 before += units[served];

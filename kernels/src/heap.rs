@@ -1,28 +1,28 @@
-//! The heap: layout of the metadata, the `Copy` handle kernels receive, and the public
-//! `malloc` / `free` / `calloc` / `realloc` that dispatch to slices, whole blocks or runs of
-//! segments.
+//! The heap: the `Copy` handle kernels receive, which composes the layers (`Segments`,
+//! `Blocks`, `Slots`, `HandOut`, each a `Copy` view of its part of the metadata, built from
+//! the layout in `layout.rs`), the public `malloc` / `free` / `calloc` / `realloc` that
+//! dispatch to slices, whole blocks or runs of segments, the event counters, and the reclaim
+//! sweep that runs before any null.
 
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes, slice_class,
-    slices_per_block, split_gid, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
-    MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES, NUM_GROUPS,
+    group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes, slice_class, slices_per_block,
+    split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
+    MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
+use crate::check::HandOut;
 use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUP};
-use crate::segment::{seg_kind, SegKind};
-use crate::slice::{packed_row, PACKED_CLASSES, SLOT_ROWS};
-use crate::veb::{full_word, word_position, VebLayout};
+use crate::segment::{seg_kind, SegKind, Segments};
+use crate::slice::{packed_row, Slots, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
+
+pub use crate::layout::{counter, HeapLayout, HEADER_BYTES};
 
 /// Current-block slots per class: one per multiprocessor on the GPUs we target (an H100 has
 /// 132), so warps on different SMs bump different counters.
 /// A power of two, so that picking a slot is a mask.
 pub const DEFAULT_SHARDS: u32 = 256;
-/// Bytes reserved at the start of the metadata for the layout itself: kernels read it from
-/// there (L1-cached) instead of receiving it as a large by-value argument, which the
-/// compiler would copy to local memory in every thread.
-pub const HEADER_BYTES: u64 = 1024;
 /// Smallest unit of packed allocations (`malloc_packed`): requests are rounded up to the unit
 /// their warp packs in (16, 64 or 256 bytes, see `slice::PACKED_CLASSES`).
 pub const PACKED_UNIT: u64 = 16;
@@ -67,196 +67,6 @@ const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
 
-/// Host-visible event counters (indices into the counter array).
-pub mod counter {
-    /// `free` of a pointer the heap never handed out (out of range, misaligned, free segment).
-    pub const INVALID_FREE: usize = 0;
-    /// Requests that got null because no memory was left.
-    pub const OUT_OF_MEMORY: usize = 1;
-    /// `free` of a slice that is not handed out now: a double free, or a slice of a live
-    /// block that was never handed out. Counted only by heaps with checks (see `crate::CHECKS`).
-    pub const DOUBLE_FREE: usize = 2;
-    /// Number of counters.
-    pub const COUNT: usize = 3;
-}
-
-const fn align8(x: u64) -> u64 {
-    x.div_ceil(8) * 8
-}
-
-/// Where every part of the metadata lives, as byte offsets from its base.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HeapLayout {
-    pub num_segments: u32,
-    pub shards: u32,
-    /// 1 when the heap has the hand-out bitmap that the safety checks use (see `check.rs`).
-    pub checks: u32,
-    pub _reserved: u32,
-    pub seg_tree: VebLayout,
-    /// Layout of each group's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
-    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment).
-    pub block_tree: VebLayout,
-    pub seg_tree_off: u64,
-    /// The block trees of groups 0, 1, ... one after another.
-    pub block_tree_off: u64,
-    pub table_off: u64,
-    pub seg_out_off: u64,
-    pub run_len_off: u64,
-    /// Per segment: tail blocks of the run that starts there (see `DeviceHeap::claim_large`).
-    pub run_tail_off: u64,
-    pub blocks_off: u64,
-    pub current_off: u64,
-    pub format_lock_off: u64,
-    pub counters_off: u64,
-    /// The reclaim-sweep word (see `DeviceHeap::reclaim_before_null`).
-    pub sweep_off: u64,
-    /// The hand-out bitmap (`check.rs`); 0 when `checks == 0`.
-    pub bits_off: u64,
-    /// Total metadata bytes.
-    pub meta_bytes: u64,
-    /// Per current slot: blocks claimed ahead for it (see `slice::reserve_parts`).
-    pub reserve_off: u64,
-    /// Per current slot: when its block was installed, and its batch size (see
-    /// `DeviceHeap::install_next`).
-    pub pace_off: u64,
-}
-
-impl HeapLayout {
-    /// Layout for `num_segments` segments and `shards` current slots per class; `checks`
-    /// adds the hand-out bitmap (1 bit per 16 bytes of heap: 0.8% of its size).
-    pub const fn new(num_segments: u32, shards: u32, checks: bool) -> Self {
-        assert!(shards.is_power_of_two(), "shards must be a power of two");
-        let n = num_segments as u64;
-        let mut off = HEADER_BYTES;
-        let seg_tree = VebLayout::new(n);
-        let seg_tree_off = off;
-        off += seg_tree.total_words as u64 * 8;
-        let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
-        let block_tree_off = off;
-        off += NUM_GROUPS as u64 * block_tree.total_words as u64 * 8;
-        let table_off = off;
-        off += align8(n * 4);
-        let seg_out_off = off;
-        off += align8(n * 4);
-        let run_len_off = off;
-        off += align8(n * 4);
-        let run_tail_off = off;
-        off += align8(n * 4);
-        let blocks_off = off;
-        off += n * MAX_BLOCKS_PER_SEGMENT as u64 * core::mem::size_of::<crate::block::BlockMeta>() as u64;
-        let current_off = off;
-        off += SLOT_ROWS as u64 * shards as u64 * 8;
-        let format_lock_off = off;
-        off += align8(2 * NUM_GROUPS as u64 * 4);
-        let counters_off = off;
-        off += counter::COUNT as u64 * 8;
-        let sweep_off = off;
-        off += 8;
-        let bits_off = if checks { off } else { 0 };
-        if checks {
-            off += n * crate::check::BIT_WORDS_PER_SEGMENT * 8;
-        }
-        let reserve_off = off;
-        off += SLOT_ROWS as u64 * shards as u64 * 8;
-        let pace_off = off;
-        off += SLOT_ROWS as u64 * shards as u64 * 8;
-        Self {
-            num_segments,
-            shards,
-            checks: checks as u32,
-            _reserved: 0,
-            seg_tree,
-            block_tree,
-            seg_tree_off,
-            block_tree_off,
-            table_off,
-            seg_out_off,
-            run_len_off,
-            run_tail_off,
-            blocks_off,
-            current_off,
-            format_lock_off,
-            counters_off,
-            sweep_off,
-            bits_off,
-            meta_bytes: off,
-            reserve_off,
-            pace_off,
-        }
-    }
-
-    /// Segments in a heap of `bytes` (rounded down; at least one).
-    pub const fn segments_for_bytes(bytes: u64) -> u32 {
-        let s = bytes >> SEGMENT_SHIFT;
-        if s == 0 {
-            1
-        } else {
-            s as u32
-        }
-    }
-
-    /// Words the init step writes (the segment tree; everything else starts as zeros).
-    pub const fn init_words(&self) -> u32 {
-        self.seg_tree.total_words
-    }
-}
-
-const _: () = assert!(core::mem::size_of::<HeapLayout>() as u64 <= HEADER_BYTES);
-const _: () = assert!(core::mem::size_of::<HeapLayout>().is_multiple_of(8));
-
-/// The checked forms of `HeapLayout::new` and `HeapLayout::segments_for_bytes`, for sizes
-/// that come from users.
-impl HeapLayout {
-    /// Most segments a heap may have (2^24: 256 TiB): block keys
-    /// (`segment * MAX_BLOCKS_PER_SEGMENT + block`) are 32-bit.
-    pub const MAX_SEGMENTS: u32 = (u32::MAX / MAX_BLOCKS_PER_SEGMENT) + 1;
-
-    /// As `new`, or `None` where `new` would panic or build a heap the allocator cannot
-    /// address: no segments, more than `MAX_SEGMENTS`, or `shards` not a power of two.
-    pub const fn try_new(num_segments: u32, shards: u32, checks: bool) -> Option<Self> {
-        if num_segments == 0 || num_segments > Self::MAX_SEGMENTS || !shards.is_power_of_two() {
-            return None;
-        }
-        let n = num_segments as u64;
-        if VebLayout::try_new(n).is_none() {
-            return None;
-        }
-        if VebLayout::try_new(n * MAX_BLOCKS_PER_SEGMENT as u64).is_none() {
-            return None;
-        }
-        Some(Self::new(num_segments, shards, checks))
-    }
-
-    /// Whole segments in `bytes` (rounded down), or `None` when that is none or more than
-    /// `MAX_SEGMENTS` (where `segments_for_bytes` rounds up to one, or truncates).
-    pub const fn checked_segments_for_bytes(bytes: u64) -> Option<u32> {
-        let s = bytes >> SEGMENT_SHIFT;
-        if s == 0 || s > Self::MAX_SEGMENTS as u64 {
-            None
-        } else {
-            Some(s as u32)
-        }
-    }
-}
-
-impl HeapLayout {
-    /// The layout as the words of the metadata header.
-    pub fn header_words(&self) -> [u64; (HEADER_BYTES / 8) as usize] {
-        let mut w = [0u64; (HEADER_BYTES / 8) as usize];
-        // SAFETY: HeapLayout is repr(C) plain data without padding (u32/u64 fields in
-        // 8-byte pairs), smaller than the header (asserted above).
-        unsafe {
-            core::ptr::copy_nonoverlapping(
-                self as *const Self as *const u64,
-                w.as_mut_ptr(),
-                core::mem::size_of::<Self>() / 8,
-            )
-        };
-        w
-    }
-}
-
 /// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument.
 ///
 /// # Example (device side)
@@ -286,6 +96,36 @@ impl DeviceHeap {
         unsafe { &*(self.meta as usize as *const HeapLayout) }
     }
 
+    /// The segment layer: segment tree, table, blocks-out counts, runs.
+    #[inline(always)]
+    pub(crate) fn segments(&self) -> Segments<'_> {
+        Segments::new(self.mem, self.layout())
+    }
+
+    /// The block layer (with the segments beneath): block metadata, block trees, formatters.
+    #[inline(always)]
+    pub(crate) fn blocks(&self) -> Blocks<'_> {
+        Blocks::new(self.segments())
+    }
+
+    /// The slice layer (with the blocks beneath): the current-block slots.
+    #[inline(always)]
+    pub(crate) fn slots(&self) -> Slots<'_> {
+        Slots::new(self.blocks())
+    }
+
+    /// The hand-out bitmap (used only when `checking()`).
+    #[inline(always)]
+    pub(crate) fn hand_out(&self) -> HandOut<'_> {
+        HandOut::new(self.mem, self.layout())
+    }
+
+    /// Whether this heap runs the checks (compiled in and given a bitmap).
+    #[inline(always)]
+    pub fn checking(&self) -> bool {
+        crate::CHECKS && self.layout().checks != 0
+    }
+
     /// Bytes of segment memory managed.
     pub fn capacity(&self) -> u64 {
         (self.layout().num_segments as u64) << SEGMENT_SHIFT
@@ -294,13 +134,7 @@ impl DeviceHeap {
     /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
     /// kernel runs one thread per word; the host twin loops.
     pub fn init_word(&self, i: u32) {
-        let l = &self.layout().seg_tree;
-        let (level, w) = word_position(l, i);
-        // SAFETY: i < total_words of the segment tree.
-        let words =
-            unsafe { crate::atomic::words(self.meta + self.layout().seg_tree_off, l.total_words as usize) };
-        // Relaxed: the kernel boundary (or the host thread join) publishes it.
-        words[i as usize].store_relaxed(full_word(l, level, w));
+        self.segments().init_word(i)
     }
 
     /// Counter `i` (see [`counter`]).
@@ -340,7 +174,7 @@ impl DeviceHeap {
             }
             // AcqRel: one sweeper at a time; acquires the previous sweep's end.
             if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
-                self.trim();
+                self.slots().trim();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
                 word.store_release(v + 2);
@@ -353,7 +187,7 @@ impl DeviceHeap {
     /// `claim_host` (a run of `k` segments for the host pool), after a reclaim sweep if the
     /// segment tree has no such run.
     pub fn claim_host_reclaiming(&self, k: u64) -> Option<u32> {
-        self.retry_after_reclaim(|| self.claim_host(k))
+        self.retry_after_reclaim(|| self.segments().claim_host(k))
     }
 
     /// `take()`, and if it found no memory, again after a reclaim sweep.
@@ -430,6 +264,25 @@ impl DeviceHeap {
         } else {
             None
         }
+    }
+
+    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
+    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
+    /// heap is out of memory.
+    #[inline]
+    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        self.slots().take_in_row(c, n)
+    }
+
+    /// `take_slices`, marking the slices handed out when the heap runs the checks: what
+    /// every caller that hands slices to threads uses.
+    #[inline(always)]
+    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        let taken = self.take_slices(c, n);
+        if let (Some((base, got)), true) = (taken, self.checking()) {
+            self.hand_out().mark_handed_out(base, c, got);
+        }
+        taken
     }
 
     /// Slices for a group of `n` threads that want class `c`: of class `c` (after a reclaim
@@ -588,7 +441,7 @@ impl DeviceHeap {
             let leader = active.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
-                match self.retry_after_reclaim(|| self.take_in_row(packed_row(band), total)) {
+                match self.retry_after_reclaim(|| self.slots().take_in_row(packed_row(band), total)) {
                     Some((b, g)) => (base, got) = (b, g),
                     // Every active lane gets null: count requests, not warps.
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
@@ -611,7 +464,7 @@ impl DeviceHeap {
             if served {
                 let p = base + before as u64 * slice_bytes(c);
                 if self.checking() {
-                    self.mark_handed_out(p, c, 1);
+                    self.hand_out().mark_handed_out(p, c, 1);
                 }
                 return p as usize as *mut u8;
             }
@@ -627,7 +480,7 @@ impl DeviceHeap {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
-            self.release_slices(seg, local, c, credit);
+            self.slots().release_slices(seg, local, c, credit);
         }
     }
 
@@ -644,7 +497,7 @@ impl DeviceHeap {
     /// A run of `k` whole blocks of group `g` in one segment (one block when `k == 1`).
     #[inline(never)]
     fn malloc_whole(&self, g: usize, k: u32) -> *mut u8 {
-        let Some(gid) = self.retry_after_reclaim(|| self.claim_block_run(g, k)) else {
+        let Some(gid) = self.retry_after_reclaim(|| self.blocks().claim_block_run(g, k)) else {
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
@@ -652,22 +505,22 @@ impl DeviceHeap {
         for i in 1..k {
             // Release: the validator and `free` of a pointer into the run (after the user's
             // own synchronisation with this malloc) read it.
-            self.block_meta(seg, local + i).kind.store_release(KIND_RUN_TAIL);
+            self.blocks().block_meta(seg, local + i).kind.store_release(KIND_RUN_TAIL);
         }
-        let meta = self.block_meta(seg, local);
+        let meta = self.blocks().block_meta(seg, local);
         // Relaxed: published by the release store of the kind below.
         meta.freed.store_relaxed(k);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
-        self.block_addr(g, gid) as usize as *mut u8
+        self.blocks().block_addr(g, gid) as usize as *mut u8
     }
 
     /// A run of whole segments.
     #[inline(never)]
     fn malloc_large(&self, size: u64) -> *mut u8 {
-        let (k, tail) = Self::run_for(size);
-        match self.retry_after_reclaim(|| self.claim_large(k, tail)) {
-            Some(s) => self.segment_addr(s) as usize as *mut u8,
+        let (k, tail) = Segments::run_for(size);
+        match self.retry_after_reclaim(|| self.blocks().claim_large(k, tail)) {
+            Some(s) => self.segments().segment_addr(s) as usize as *mut u8,
             None => {
                 self.bump(counter::OUT_OF_MEMORY);
                 core::ptr::null_mut()
@@ -686,7 +539,7 @@ impl DeviceHeap {
         let seg = (off >> SEGMENT_SHIFT) as u32;
         // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
         // the caller's free happens-after that malloc; relaxed reads that write or a later one.
-        let entry = self.seg_table(seg).load_relaxed();
+        let entry = self.segments().seg_table(seg).load_relaxed();
         Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
     }
 
@@ -705,7 +558,7 @@ impl DeviceHeap {
                 // reads its kind or a later one.
                 let local = (in_seg >> group_block_shift(g)) as u32;
                 let in_block = in_seg & (group_block_bytes(g) - 1);
-                let (kind, c) = kind_parts(self.block_meta(seg, local).kind.load_relaxed());
+                let (kind, c) = kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed());
                 match kind {
                     KIND_SLICES | KIND_PACKED if c < NUM_CLASSES => {
                         // No division by a variable: multiply-high by the class's reciprocal.
@@ -718,39 +571,24 @@ impl DeviceHeap {
                         }
                     }
                     // The start of a run of whole blocks (or its second free).
-                    KIND_WHOLE | KIND_FREE if in_block == 0 => self.free_block(seg, local, g),
+                    KIND_WHOLE | KIND_FREE if in_block == 0 => {
+                        if self.blocks().free_block(seg, local, g) == FreeOutcome::NotHandedOut {
+                            self.bump(counter::DOUBLE_FREE);
+                        }
+                    }
                     // A slice of a parked block: not handed out.
                     KIND_FREE => self.bump(counter::DOUBLE_FREE),
                     // Inside a run of whole blocks.
                     _ => self.bump(counter::INVALID_FREE),
                 }
             }
-            Some((seg, 0, SegKind::LargeHead)) => self.free_large(seg),
+            Some((seg, 0, SegKind::LargeHead)) => {
+                if self.blocks().free_large(seg) == FreeOutcome::NotHandedOut {
+                    self.bump(counter::DOUBLE_FREE);
+                }
+            }
             _ => self.bump(counter::INVALID_FREE),
         }
-    }
-
-    /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
-    /// kind swap; the other (racing, or later: the block is parked) is counted.
-    #[inline(never)]
-    fn free_block(&self, seg: u32, local: u32, g: usize) {
-        let meta = self.block_meta(seg, local);
-        // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
-        // kind, with the run length before it); the release inserts in release_block
-        // publish the new kinds to the blocks' next owners.
-        if meta.kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
-            self.bump(counter::DOUBLE_FREE);
-            return;
-        }
-        // Relaxed: ordered by the CAS above; the parked count is published by the release
-        // inserts below.
-        let k = meta.freed.load_relaxed().max(1);
-        meta.freed.store_relaxed(0);
-        for i in 1..k {
-            self.block_meta(seg, local + i).park();
-            self.release_block(g, gid_of(seg, local + i));
-        }
-        self.release_block(g, gid_of(seg, local));
     }
 
     /// The lanes freeing slices of the same block give them back with one atomic. With
@@ -760,7 +598,7 @@ impl DeviceHeap {
     fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64) {
         let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
         let peers = arch::match_any_sync(arch::activemask(), key);
-        let owned = !self.checking() || self.unmark_warp(peers, addr);
+        let owned = !self.checking() || self.hand_out().unmark_warp(peers, addr);
         let owned_lanes = arch::ballot_sync(peers, owned);
         // Orders every peer's last access to its slice before the leader's release add below
         // (and so before the block's recycler): match.any and vote order no memory,
@@ -773,7 +611,7 @@ impl DeviceHeap {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
             if owned_lanes != 0 {
-                self.release_slices(seg, local, c, owned_lanes.count_ones());
+                self.slots().release_slices(seg, local, c, owned_lanes.count_ones());
             }
         }
     }
@@ -783,7 +621,7 @@ impl DeviceHeap {
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Group(g))) => {
-                let meta = self.block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
+                let meta = self.blocks().block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
                 // Acquire: pairs with the release that published the kind.
                 match kind_parts(meta.kind.load_acquire()) {
                     // Relaxed: published by that release (the run length).
@@ -796,9 +634,9 @@ impl DeviceHeap {
             }
             Some((seg, 0, SegKind::LargeHead)) => {
                 // Acquire: pairs with the release in claim_large.
-                let k = self.seg_run(seg).load_acquire();
+                let k = self.segments().seg_run(seg).load_acquire();
                 // Relaxed: published by the same release.
-                Self::run_bytes(k, self.seg_run_tail(seg).load_relaxed())
+                Segments::run_bytes(k, self.segments().seg_run_tail(seg).load_relaxed())
             }
             _ => 0,
         }
@@ -810,7 +648,7 @@ impl DeviceHeap {
             // Acquire: as in usable_size.
             Some((seg, in_seg, SegKind::Group(g))) => {
                 let local = (in_seg >> group_block_shift(g)) as u32;
-                kind_parts(self.block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
+                kind_parts(self.blocks().block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
             }
             _ => false,
         }
@@ -860,6 +698,53 @@ impl DeviceHeap {
             self.free(ptr);
         }
         q
+    }
+}
+
+/// The host's and the maintenance kernels' entry points into the layers.
+impl DeviceHeap {
+    /// Address of segment `seg`.
+    #[inline(always)]
+    pub fn segment_addr(&self, seg: u32) -> u64 {
+        self.segments().segment_addr(seg)
+    }
+
+    /// Claims `k` contiguous segments for the host-side pool (see `Segments::claim_host`).
+    pub fn claim_host(&self, k: u64) -> Option<u32> {
+        self.segments().claim_host(k)
+    }
+
+    /// Returns `k` host-owned segments from `s` to the segment tree.
+    pub fn release_host(&self, s: u32, k: u32) {
+        self.segments().release_host(s, k)
+    }
+
+    /// Takes free segments out of the segment tree for the host to return their memory (see
+    /// `Segments::release_free_segments`); returns how many, listed in `out`.
+    pub fn release_free_segments(&self, keep: u32, out: &mut [u32]) -> usize {
+        self.segments().release_free_segments(keep, out)
+    }
+
+    /// Returns released segment `seg` (its memory mapped again) to the segment tree.
+    pub fn reacquire_segment(&self, seg: u32) {
+        self.segments().reacquire_segment(seg)
+    }
+
+    /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
+    /// out (see `Blocks::trim_segment`).
+    pub fn trim_segment(&self, seg: u32) {
+        self.blocks().trim_segment(seg)
+    }
+
+    /// Retires current slot `shard` of row `row` (see `Slots::trim_slot`).
+    pub fn trim_slot(&self, row: usize, shard: u32) {
+        self.slots().trim_slot(row, shard)
+    }
+
+    /// Retires every current block, then returns wholly free segments to the segment tree
+    /// (see `Slots::trim`): what a reclaim sweep does.
+    pub fn trim(&self) {
+        self.slots().trim()
     }
 }
 

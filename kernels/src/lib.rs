@@ -2,10 +2,14 @@
 //! PTX (`nvptx64-nvidia-cuda`) and to the host, where the same code runs on CPU threads for
 //! tests, loom models, and host-side statistics over a copy of the device metadata.
 //!
-//! Layers, one file each: `veb` (the trees), `segment` (16 MiB segments and their table),
-//! `class` (size classes and their geometry), `block` (blocks of slices, per-group trees),
-//! `slice` (warp-coalesced slice hand-out), `heap` (the public malloc/free). `arch` holds every GPU-only primitive and its host twin;
-//! `atomic` is the one atomics shim.
+//! Layers, one file each, each a `Copy` view of its part of the metadata that names only the
+//! layers below it: `veb` (the trees), `segment` (16 MiB segments and their table:
+//! `Segments`), `block` (blocks of slices, per-group trees: `Blocks`), `slice` (warp-coalesced
+//! slice hand-out from the current slots: `Slots`), `check` (the hand-out bitmap: `HandOut`),
+//! and `heap` (the public malloc/free, the counters, the reclaim sweep), whose `DeviceHeap`
+//! composes them. Leaves: `class` (size classes and their geometry), `layout` (where each
+//! part of the metadata lives), `arch` (every GPU-only primitive and its host twin) and
+//! `atomic` (the one atomics shim).
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
 // The Allocator trait is nightly-only: on for the device (always built on the pinned nightly)
@@ -17,6 +21,7 @@ pub mod atomic;
 pub mod block;
 pub mod class;
 pub mod harness;
+pub mod layout;
 #[cfg(not(loom))]
 pub mod trace;
 pub mod veb;

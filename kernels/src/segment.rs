@@ -3,9 +3,9 @@
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::block::{gid_of, group_blocks_per_segment, KIND_LARGE_TAIL, MAX_BLOCKS_PER_SEGMENT};
-use crate::class::{RUN_BLOCK_BYTES, RUN_GROUP};
-use crate::heap::DeviceHeap;
+use crate::class::{MAX_BLOCKS_PER_SEGMENT, NUM_GROUPS, RUN_BLOCK_BYTES};
+use crate::layout::HeapLayout;
+use crate::veb::{full_word, word_position, Veb};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
 bitflags::bitflags! {
@@ -57,7 +57,7 @@ pub fn seg_kind(entry: u32) -> SegKind {
     let f = SegFlags::from_bits_retain(entry & !CLASS_MASK).difference(SegFlags::HAS_WHOLE);
     if entry == 0 {
         SegKind::Free
-    } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < crate::block::NUM_GROUPS {
+    } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < NUM_GROUPS {
         SegKind::Group((entry & CLASS_MASK) as usize)
     } else if f == SegFlags::LARGE {
         SegKind::LargeHead
@@ -72,45 +72,96 @@ pub fn seg_kind(entry: u32) -> SegKind {
     }
 }
 
-impl DeviceHeap {
+/// The segment layer's part of the metadata: the segment tree, the segment table, the
+/// blocks-out counts and the run arrays (length, tail blocks), with the heap's segment memory
+/// base for addresses. A `Copy` view (two words) that the heap builds from its layout
+/// (`DeviceHeap::segments`); the block layer formats and reclaims segments through it.
+#[derive(Clone, Copy, Debug)]
+pub struct Segments<'a> {
+    /// Address of segment 0.
+    mem: u64,
+    /// The layout, which sits at the start of the metadata: its address is the metadata's.
+    layout: &'a HeapLayout,
+}
+
+impl<'a> Segments<'a> {
+    /// The segments of the heap whose segment memory starts at `mem` and whose metadata starts
+    /// with `layout`.
     #[inline(always)]
-    pub(crate) fn seg_tree(&self) -> crate::veb::Veb<'_> {
-        let l = self.layout().seg_tree;
-        // SAFETY: the layout reserved `total_words` words at this offset.
-        let w =
-            unsafe { crate::atomic::words(self.meta + self.layout().seg_tree_off, l.total_words as usize) };
-        crate::veb::Veb::new(w, l)
+    pub fn new(mem: u64, layout: &'a HeapLayout) -> Self {
+        Self { mem, layout }
+    }
+
+    /// The heap's layout.
+    #[inline(always)]
+    pub fn layout(&self) -> &'a HeapLayout {
+        self.layout
+    }
+
+    /// Address of the metadata (the layout is its header).
+    #[inline(always)]
+    pub fn meta(&self) -> u64 {
+        self.layout as *const HeapLayout as usize as u64
+    }
+
+    /// Segments in the heap.
+    #[inline(always)]
+    pub fn count(&self) -> u32 {
+        self.layout.num_segments
+    }
+
+    /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
+    /// kernel runs one thread per word; the host twin loops.
+    pub fn init_word(&self, i: u32) {
+        let l = &self.layout().seg_tree;
+        let (level, w) = word_position(l, i);
+        // SAFETY: i < total_words of the segment tree.
+        let words =
+            unsafe { crate::atomic::words(self.meta() + self.layout().seg_tree_off, l.total_words as usize) };
+        // Relaxed: the kernel boundary (or the host thread join) publishes it.
+        words[i as usize].store_relaxed(full_word(l, level, w));
     }
 
     #[inline(always)]
-    fn seg_array(&self, off: u64, seg: u32) -> &Atom32 {
+    pub(crate) fn seg_tree(&self) -> Veb<'a> {
+        let l = self.layout().seg_tree;
+        // SAFETY: the layout reserved `total_words` words at this offset.
+        let w =
+            unsafe { crate::atomic::words(self.meta() + self.layout().seg_tree_off, l.total_words as usize) };
+        Veb::new(w, l)
+    }
+
+    #[inline(always)]
+    fn seg_array(&self, off: u64, seg: u32) -> &'a Atom32 {
         // SAFETY: each per-segment array holds `num_segments` words at `off`; callers pass
         // seg < num_segments (derived from an in-range address or a tree index).
-        unsafe { &crate::atomic::words32(self.meta + off, self.layout().num_segments as usize)[seg as usize] }
+        unsafe {
+            &crate::atomic::words32(self.meta() + off, self.layout().num_segments as usize)[seg as usize]
+        }
     }
 
     /// Table entry of segment `seg`.
     #[inline(always)]
-    pub(crate) fn seg_table(&self, seg: u32) -> &Atom32 {
+    pub(crate) fn seg_table(&self, seg: u32) -> &'a Atom32 {
         self.seg_array(self.layout().table_off, seg)
     }
 
     /// Blocks of `seg` out of their tree, plus the `RECLAIMING` flag.
     #[inline(always)]
-    pub(crate) fn seg_out(&self, seg: u32) -> &Atom32 {
+    pub(crate) fn seg_out(&self, seg: u32) -> &'a Atom32 {
         self.seg_array(self.layout().seg_out_off, seg)
     }
 
     /// Length of the multi-segment run that starts at `seg`.
     #[inline(always)]
-    pub(crate) fn seg_run(&self, seg: u32) -> &Atom32 {
+    pub(crate) fn seg_run(&self, seg: u32) -> &'a Atom32 {
         self.seg_array(self.layout().run_len_off, seg)
     }
 
     /// Blocks of `RUN_GROUP` at the start of the segment after the run that starts at `seg`
     /// that belong to the run (its last, partial segment; 0: none).
     #[inline(always)]
-    pub(crate) fn seg_run_tail(&self, seg: u32) -> &Atom32 {
+    pub(crate) fn seg_run_tail(&self, seg: u32) -> &'a Atom32 {
         self.seg_array(self.layout().run_tail_off, seg)
     }
 
@@ -124,126 +175,6 @@ impl DeviceHeap {
     #[inline(always)]
     pub fn segment_addr(&self, seg: u32) -> u64 {
         self.mem + ((seg as u64) << SEGMENT_SHIFT)
-    }
-
-    /// Formats the just-claimed segment `seg` for group `g`. Its first `kept` blocks
-    /// stay with the caller; every other block goes into the group's tree.
-    #[inline(never)]
-    pub(crate) fn format_segment(&self, seg: u32, g: usize, kept: u32) {
-        let bps = group_blocks_per_segment(g);
-        crate::trace::add(self.meta, crate::trace::Event::Formats, 1);
-        // The blocks' metadata needs no reset: a slot that served before was parked when its
-        // block went back to its tree (and every block of a reclaimed segment had), and a slot
-        // never installed is all zeros, which no stale warp can name.
-        // Relaxed: published by the release inserts below (claimers of the other blocks
-        // acquire them), and for the kept blocks by the caller's release that hands them out
-        // (the slot install, or the whole block's kind); `free` reads the entry only for
-        // pointers handed out after one of those.
-        self.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
-        // Relaxed: the kept blocks are out; the release inserts below order it before any
-        // claimer's count of another block (and a reclaimer's CAS acquires them).
-        self.seg_out(seg).store_relaxed(kept);
-        if bps > kept {
-            self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
-        }
-    }
-
-    /// Takes segment `seg` of group `g` back from its group once all its blocks are free.
-    /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
-    #[inline(never)]
-    pub(crate) fn try_reclaim(&self, seg: u32, g: usize) {
-        let out = self.seg_out(seg);
-        let bps = group_blocks_per_segment(g) as u64;
-        let base = gid_of(seg, 0);
-        for _ in 0..RECLAIM_RETRIES {
-            // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
-            if out.cas_acq_rel(0, RECLAIMING).is_err() {
-                return;
-            }
-            crate::trace::add(self.meta, crate::trace::Event::Reclaims, 1);
-            if self.block_tree(g).remove_range_exact(base, bps) {
-                // We own every block of the segment now.
-                // Release: the entry is cleared before the segment becomes claimable.
-                self.seg_table(seg).store_release(0);
-                // Release: as above.
-                out.store_release(0);
-                self.seg_tree().insert(seg as u64);
-                return;
-            }
-            // A block was claimed meanwhile. AcqRel: if its owner has already released it
-            // again (count back to zero) its release saw our flag and left the work to us.
-            let old = out.fetch_and_acq_rel(!RECLAIMING);
-            if old & OUT_COUNT_MASK != 0 {
-                return;
-            }
-        }
-    }
-
-    /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
-    /// out (segments formatted ahead for waiting claimers that nobody used, or whose last
-    /// reclaim gave up). For `trim`.
-    pub fn trim_segment(&self, seg: u32) {
-        // Relaxed: a hint; try_reclaim decides under its flag.
-        if let SegKind::Group(g) = seg_kind(self.seg_table(seg).load_relaxed()) {
-            // Relaxed: as above.
-            if self.seg_out(seg).load_relaxed() == 0 {
-                self.try_reclaim(seg, g);
-            }
-        }
-    }
-
-    /// Claims `k` contiguous segments for a request larger than a segment, and with
-    /// `tail > 0` the first `tail` 256 KiB blocks of the segment after them (formatted for
-    /// `RUN_GROUP`, its other blocks going to that group's tree); returns the first segment.
-    #[inline(never)]
-    pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
-        let s = self.seg_tree().claim_run(k + (tail > 0) as u64)? as u32;
-        // Relaxed: published (with the head entry) by the release store below.
-        self.seg_run(s).store_relaxed(k as u32);
-        // Relaxed: as above.
-        self.seg_run_tail(s).store_relaxed(tail);
-        for t in 1..k as u32 {
-            // Relaxed: as above.
-            self.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
-        }
-        if tail > 0 {
-            let ts = s + k as u32;
-            for i in 0..tail {
-                // Relaxed: published by format_segment's release store of the table entry
-                // (and the head's below).
-                self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
-            }
-            self.format_segment(ts, RUN_GROUP, tail);
-        }
-        // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
-        self.seg_table(s).store_release(SegFlags::LARGE.bits());
-        Some(s)
-    }
-
-    /// Frees the run that starts at segment `s`.
-    #[inline(never)]
-    pub(crate) fn free_large(&self, s: u32) {
-        // AcqRel: of two frees of the run only one clears its head; acquires claim_large's
-        // release of the run length.
-        if self.seg_table(s).cas_acq_rel(SegFlags::LARGE.bits(), 0).is_err() {
-            self.bump(crate::heap::counter::DOUBLE_FREE);
-            return;
-        }
-        // Relaxed: ordered by the acquire CAS above.
-        let k = self.seg_run(s).load_relaxed();
-        // Relaxed: as above.
-        let tail = self.seg_run_tail(s).load_relaxed();
-        for t in 1..k {
-            // Relaxed: the release inserts below publish the cleared entries.
-            self.seg_table(s + t).store_relaxed(0);
-        }
-        for i in 0..tail {
-            // The tail blocks go back to RUN_GROUP's tree like any freed block (the last
-            // block of their segment to come back returns the segment).
-            self.block_meta(s + k, i).park();
-            self.release_block(RUN_GROUP, gid_of(s + k, i));
-        }
-        self.seg_tree().insert_range(s as u64, k as u64);
     }
 
     /// Claims `k` contiguous segments for the host-side pool; returns the first. Their

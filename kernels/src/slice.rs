@@ -9,21 +9,15 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
-    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, SlotTake, KIND_PACKED,
-    KIND_SLICES, NUM_CLASSES,
+    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
+    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
-use crate::class::class_of;
-use crate::heap::DeviceHeap;
+use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
 use crate::trace::{self, Event};
 
-/// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
-/// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
-/// asks for, so that a block serves many warps whatever their sizes.
-pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];
-/// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
-/// kept apart so that their hand-out stays warp-contiguous).
-pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
+pub use crate::class::PACKED_CLASSES;
+pub use crate::layout::SLOT_ROWS;
 /// The row of packed class `PACKED_CLASSES[i]`.
 #[inline(always)]
 pub const fn packed_row(i: usize) -> usize {
@@ -101,15 +95,42 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
     }
 }
 
-impl DeviceHeap {
+/// The slice layer's part of the metadata: the current-block slot words (one per row and
+/// shard) with their reserves and pace words, with the block layer (`Blocks`) beneath for
+/// installing, recycling and stealing blocks. A `Copy` view (two words) that the heap builds
+/// from its layout (`DeviceHeap::slots`).
+#[derive(Clone, Copy, Debug)]
+pub struct Slots<'a> {
+    blocks: Blocks<'a>,
+}
+
+impl<'a> Slots<'a> {
+    /// The slots over the blocks `blocks`.
+    #[inline(always)]
+    pub fn new(blocks: Blocks<'a>) -> Self {
+        Self { blocks }
+    }
+
+    /// The heap's layout.
+    #[inline(always)]
+    pub fn layout(&self) -> &'a HeapLayout {
+        self.blocks.layout()
+    }
+
+    /// Address of the metadata (the layout is its header).
+    #[inline(always)]
+    fn meta(&self) -> u64 {
+        self.blocks.segments().meta()
+    }
+
     /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
     #[inline(always)]
-    pub(crate) fn current(&self, row: usize, shard: u32) -> &Atom64 {
+    pub(crate) fn current(&self, row: usize, shard: u32) -> &'a Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
         // SAFETY: the layout reserved SLOT_ROWS * shards words at current_off.
         unsafe {
             &crate::atomic::words(
-                self.meta + self.layout().current_off,
+                self.meta() + self.layout().current_off,
                 SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
@@ -117,12 +138,12 @@ impl DeviceHeap {
 
     /// Reserve word of slot `shard` of row `row` (see `reserve_parts`).
     #[inline(always)]
-    pub(crate) fn reserve(&self, row: usize, shard: u32) -> &Atom64 {
+    pub(crate) fn reserve(&self, row: usize, shard: u32) -> &'a Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
         // SAFETY: the layout reserved SLOT_ROWS * shards words at reserve_off.
         unsafe {
             &crate::atomic::words(
-                self.meta + self.layout().reserve_off,
+                self.meta() + self.layout().reserve_off,
                 SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
@@ -131,34 +152,15 @@ impl DeviceHeap {
     /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
     /// cleared) and its batch size (the low byte).
     #[inline(always)]
-    fn pace(&self, row: usize, shard: u32) -> &Atom64 {
+    fn pace(&self, row: usize, shard: u32) -> &'a Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
         // SAFETY: the layout reserved SLOT_ROWS * shards words at pace_off.
         unsafe {
             &crate::atomic::words(
-                self.meta + self.layout().pace_off,
+                self.meta() + self.layout().pace_off,
                 SLOT_ROWS * self.layout().shards as usize,
             )[i as usize]
         }
-    }
-
-    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
-    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
-    /// heap is out of memory.
-    #[inline]
-    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        self.take_in_row(c, n)
-    }
-
-    /// `take_slices`, marking the slices handed out when the heap runs the checks: what
-    /// every caller that hands slices to threads uses.
-    #[inline(always)]
-    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        let taken = self.take_slices(c, n);
-        if let (Some((base, got)), true) = (taken, self.checking()) {
-            self.mark_handed_out(base, c, got);
-        }
-        taken
     }
 
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
@@ -177,10 +179,10 @@ impl DeviceHeap {
             let full = match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, start, got, exhausted } => {
                     if trace::ON && waited_since != 0 {
-                        trace::add(self.meta, Event::WaitNs, trace::now() - waited_since);
-                        trace::add(self.meta, Event::Waits, 1);
-                        trace::add(self.meta, Event::TakeSleeps, polls);
-                        trace::add(self.meta, Event::TakeFull, fulls);
+                        trace::add(self.meta(), Event::WaitNs, trace::now() - waited_since);
+                        trace::add(self.meta(), Event::Waits, 1);
+                        trace::add(self.meta(), Event::TakeSleeps, polls);
+                        trace::add(self.meta(), Event::TakeFull, fulls);
                     }
                     return Some(self.took(row, shard, gid, start, got, exhausted));
                 }
@@ -252,7 +254,7 @@ impl DeviceHeap {
             let _ = self.install_next(row, shard);
         }
         let c = row_class_kind(row).0;
-        (self.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
+        (self.blocks.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
     }
 
     /// Installs a fresh block in slot `shard` of row `row` (this taker exhausted its block or
@@ -264,14 +266,14 @@ impl DeviceHeap {
         let t0 = trace::now();
         let next = self.next_block(row, shard);
         if trace::ON {
-            trace::add(self.meta, Event::ClaimNs, trace::now() - t0);
+            trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
         }
         let Some((gid, batch)) = next else {
             self.retire_slot(row, shard);
             return false;
         };
         let (seg, local) = split_gid(gid);
-        self.block_meta(seg, local).install(kind, c);
+        self.blocks.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         let replaced = slot_install(slot, gid);
@@ -279,7 +281,7 @@ impl DeviceHeap {
         // where a stale pace only sizes one batch.
         self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
         if trace::ON {
-            trace::install(self.meta, trace::now() - t0);
+            trace::install(self.meta(), trace::now() - t0);
         }
         if let (Some(old), handed) = slot_parts(replaced) {
             self.give_back_rest(c, old, handed);
@@ -304,7 +306,7 @@ impl DeviceHeap {
             return Some((gid, if fast { last } else { 1 }));
         }
         let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
-        let batch = self.claim_blocks(g, k)?;
+        let batch = self.blocks.claim_blocks(g, k)?;
         let rest = batch.rest();
         if rest.mask != 0 {
             // Blocks of a group with at most RESERVE_MASK_BITS per segment (max_batch), so
@@ -346,7 +348,7 @@ impl DeviceHeap {
     fn release_reserved(&self, g: usize, seg: u32, mut mask: u32) {
         while mask != 0 {
             // Parked since their claim: straight back to the tree.
-            self.release_block(g, gid_of(seg, mask.trailing_zeros()));
+            self.blocks.release_block(g, gid_of(seg, mask.trailing_zeros()));
             mask &= mask - 1;
         }
     }
@@ -382,7 +384,7 @@ impl DeviceHeap {
     /// completes the block recycles it.
     #[inline(always)]
     pub(crate) fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
-        if self.block_meta(seg, local).give_back(k, slices_per_block(c)) {
+        if self.blocks.block_meta(seg, local).give_back(k, slices_per_block(c)) {
             self.recycle(seg, local);
         }
     }
@@ -391,14 +393,14 @@ impl DeviceHeap {
     #[inline(never)]
     fn recycle(&self, seg: u32, local: u32) {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
-        let entry = self.seg_table(seg).load_acquire();
+        let entry = self.blocks.segments().seg_table(seg).load_acquire();
         if let SegKind::Group(g) = seg_kind(entry) {
             let t0 = trace::now();
-            self.block_meta(seg, local).park();
-            self.release_block(g, gid_of(seg, local));
+            self.blocks.block_meta(seg, local).park();
+            self.blocks.release_block(g, gid_of(seg, local));
             if trace::ON {
-                trace::add(self.meta, Event::Recycles, 1);
-                trace::add(self.meta, Event::RecycleNs, trace::now() - t0);
+                trace::add(self.meta(), Event::Recycles, 1);
+                trace::add(self.meta(), Event::RecycleNs, trace::now() - t0);
             }
         }
     }
@@ -438,7 +440,7 @@ impl DeviceHeap {
             }
         }
         for seg in 0..self.layout().num_segments {
-            self.trim_segment(seg);
+            self.blocks.trim_segment(seg);
         }
     }
 }

@@ -76,8 +76,8 @@ pub const NAMES: [&str; EVENTS] = [
     "reclaims",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
-pub const TRACE_OFF: u64 = crate::heap::HEADER_BYTES - EVENTS as u64 * 8;
-const _: () = assert!(core::mem::size_of::<crate::heap::HeapLayout>() as u64 <= TRACE_OFF);
+pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;
+const _: () = assert!(core::mem::size_of::<crate::layout::HeapLayout>() as u64 <= TRACE_OFF);
 
 /// Whether this build traces.
 pub const ON: bool = cfg!(feature = "trace");

@@ -9,7 +9,7 @@ use crate::block::{
 };
 use crate::class::RUN_GROUP;
 use crate::heap::{counter, DeviceHeap};
-use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
+use crate::segment::{seg_kind, SegKind, Segments, OUT_COUNT_MASK};
 use crate::slice::{packed_row, reserve_parts, PACKED_CLASSES, SLOT_ROWS};
 
 /// What the heap holds, from one walk of its metadata.
@@ -130,10 +130,11 @@ impl DeviceHeap {
     pub fn validate(&self) -> Result<Stats, HeapError> {
         let mut s = Stats::default();
         let n = self.layout().num_segments;
-        s.stale_summary_bits += self.seg_tree().check().map_err(|err| HeapError::Tree { tree: None, err })?;
+        s.stale_summary_bits +=
+            self.segments().seg_tree().check().map_err(|err| HeapError::Tree { tree: None, err })?;
         for g in 0..NUM_GROUPS {
             s.stale_summary_bits +=
-                self.block_tree(g).check().map_err(|err| HeapError::Tree { tree: Some(g), err })?;
+                self.blocks().block_tree(g).check().map_err(|err| HeapError::Tree { tree: Some(g), err })?;
         }
         let current = self.current_blocks();
         // Tail blocks that runs' heads claim, and that the segments after them hold.
@@ -141,9 +142,9 @@ impl DeviceHeap {
         let mut seg = 0u32;
         while seg < n {
             // Acquire: quiescent heap; acquire for form's sake.
-            let entry = self.seg_table(seg).load_acquire();
+            let entry = self.segments().seg_table(seg).load_acquire();
             let kind = seg_kind(entry);
-            let free = self.seg_tree().contains(seg as u64);
+            let free = self.segments().seg_tree().contains(seg as u64);
             if free != (kind == SegKind::Free) {
                 return Err(HeapError::SegmentTreeMismatch { seg, entry });
             }
@@ -153,7 +154,7 @@ impl DeviceHeap {
                 let first_stray = if kind == SegKind::Group(g) { group_blocks_per_segment(g) } else { 0 };
                 let (from, end) =
                     (gid_of(seg, 0) + first_stray as u64, gid_of(seg, 0) + MAX_BLOCKS_PER_SEGMENT as u64);
-                if self.block_tree(g).successor(from).is_some_and(|id| id < end) {
+                if self.blocks().block_tree(g).successor(from).is_some_and(|id| id < end) {
                     return Err(HeapError::StrayBlockBit { seg, group: g });
                 }
             }
@@ -165,24 +166,24 @@ impl DeviceHeap {
                 }
                 SegKind::LargeHead => {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    let k = self.seg_run(seg).load_acquire();
+                    let k = self.segments().seg_run(seg).load_acquire();
                     if k == 0 || seg as u64 + k as u64 > n as u64 {
                         return Err(HeapError::BadRun { seg });
                     }
                     for t in 1..k {
                         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                        if seg_kind(self.seg_table(seg + t).load_acquire()) != SegKind::LargeTail {
+                        if seg_kind(self.segments().seg_table(seg + t).load_acquire()) != SegKind::LargeTail {
                             return Err(HeapError::BadRun { seg: seg + t });
                         }
                     }
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    let tail = self.seg_run_tail(seg).load_acquire();
+                    let tail = self.segments().seg_run_tail(seg).load_acquire();
                     if tail > 0 {
                         self.check_run_tail(seg + k, tail)?;
                         large_tail_blocks += tail as u64;
                     }
                     s.large_segments += k as u64;
-                    s.bytes_in_use += Self::run_bytes(k, tail);
+                    s.bytes_in_use += Segments::run_bytes(k, tail);
                     seg += k;
                     continue;
                 }
@@ -216,7 +217,7 @@ impl DeviceHeap {
             core::iter::once(c).chain(packed).find_map(|row| {
                 (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    match slot_parts(self.current(row, sh).load_acquire()) {
+                    match slot_parts(self.slots().current(row, sh).load_acquire()) {
                         (Some(g), handed) if g == gid => Some(handed.min(slices_per_block(c))),
                         _ => None,
                     }
@@ -230,7 +231,7 @@ impl DeviceHeap {
         (0..SLOT_ROWS).any(|row| {
             (0..self.layout().shards).any(|sh| {
                 // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                matches!(reserve_parts(self.reserve(row, sh).load_acquire()),
+                matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
                     Some((s, mask)) if s == seg && local < u32::BITS && mask & (1 << local) != 0)
             })
         })
@@ -242,7 +243,7 @@ impl DeviceHeap {
         if !self.checking() {
             return Ok(());
         }
-        let marked = self.marked_in_block(seg, local, g);
+        let marked = self.hand_out().marked_in_block(seg, local, g);
         if marked != live {
             return Err(HeapError::HandOutBits { seg, local, marked, live });
         }
@@ -256,13 +257,13 @@ impl DeviceHeap {
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         if ts >= self.layout().num_segments
             || tail >= bps
-            || seg_kind(self.seg_table(ts).load_acquire()) != SegKind::Group(RUN_GROUP)
+            || seg_kind(self.segments().seg_table(ts).load_acquire()) != SegKind::Group(RUN_GROUP)
         {
             return Err(HeapError::BadRun { seg: ts });
         }
         for local in 0..=tail {
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-            let kind = kind_parts(self.block_meta(ts, local).kind.load_acquire()).0;
+            let kind = kind_parts(self.blocks().block_meta(ts, local).kind.load_acquire()).0;
             if (kind == KIND_LARGE_TAIL) != (local < tail) {
                 return Err(HeapError::BadBlockRun { seg: ts, local });
             }
@@ -284,7 +285,7 @@ impl DeviceHeap {
         let mut leading_large = 0u64;
         for local in 0..group_blocks_per_segment(g) {
             let gid = gid_of(seg, local);
-            let m = self.block_meta(seg, local);
+            let m = self.blocks().block_meta(seg, local);
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let freed = m.freed.load_acquire();
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
@@ -293,7 +294,7 @@ impl DeviceHeap {
             if (tails > 0) != (kind == KIND_RUN_TAIL) {
                 return Err(HeapError::BadBlockRun { seg, local });
             }
-            if self.block_tree(g).contains(gid) {
+            if self.blocks().block_tree(g).contains(gid) {
                 // Parked, or never installed (all zeros).
                 if freed != 0 || word != KIND_FREE {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
@@ -359,7 +360,7 @@ impl DeviceHeap {
             }
         }
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-        let counted = self.seg_out(seg).load_acquire() & OUT_COUNT_MASK;
+        let counted = self.segments().seg_out(seg).load_acquire() & OUT_COUNT_MASK;
         if counted != out {
             return Err(HeapError::OutCount { seg, counted, found: out });
         }

@@ -1,0 +1,212 @@
+//! The metadata's layout: where every layer's part of the metadata lives (byte offsets from
+//! its base, which holds the layout itself), computed once when the heap is created. A leaf
+//! module: every layer (`segment`, `block`, `slice`, `check`) and the heap read their parts'
+//! offsets from it, and it names none of them.
+
+use crate::class::{MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES};
+use crate::veb::VebLayout;
+use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
+
+/// Bytes reserved at the start of the metadata for the layout itself: kernels read it from
+/// there (L1-cached) instead of receiving it as a large by-value argument, which the
+/// compiler would copy to local memory in every thread.
+pub const HEADER_BYTES: u64 = 1024;
+/// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
+/// kept apart so that their hand-out stays warp-contiguous).
+pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
+/// Bytes of one block's metadata (`block::BlockMeta`: its free count and kind word).
+pub const BLOCK_META_BYTES: u64 = 8;
+/// Bits in a hand-out bitmap word.
+pub const BIT_WORD_BITS: u64 = 64;
+/// Hand-out bitmap words per segment (`check.rs`): one bit per 16-byte unit.
+pub const BIT_WORDS_PER_SEGMENT: u64 = (SEGMENT_BYTES >> MIN_SLICE_SHIFT) / BIT_WORD_BITS;
+
+/// Host-visible event counters (indices into the counter array).
+pub mod counter {
+    /// `free` of a pointer the heap never handed out (out of range, misaligned, free segment).
+    pub const INVALID_FREE: usize = 0;
+    /// Requests that got null because no memory was left.
+    pub const OUT_OF_MEMORY: usize = 1;
+    /// `free` of a slice that is not handed out now: a double free, or a slice of a live
+    /// block that was never handed out. Counted only by heaps with checks (see `crate::CHECKS`).
+    pub const DOUBLE_FREE: usize = 2;
+    /// Number of counters.
+    pub const COUNT: usize = 3;
+}
+
+const fn align8(x: u64) -> u64 {
+    x.div_ceil(8) * 8
+}
+
+/// Where every part of the metadata lives, as byte offsets from its base.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeapLayout {
+    pub num_segments: u32,
+    pub shards: u32,
+    /// 1 when the heap has the hand-out bitmap that the safety checks use (see `check.rs`).
+    pub checks: u32,
+    pub _reserved: u32,
+    pub seg_tree: VebLayout,
+    /// Layout of each group's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
+    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment).
+    pub block_tree: VebLayout,
+    pub seg_tree_off: u64,
+    /// The block trees of groups 0, 1, ... one after another.
+    pub block_tree_off: u64,
+    pub table_off: u64,
+    pub seg_out_off: u64,
+    pub run_len_off: u64,
+    /// Per segment: tail blocks of the run that starts there (see `Blocks::claim_large`).
+    pub run_tail_off: u64,
+    pub blocks_off: u64,
+    pub current_off: u64,
+    pub format_lock_off: u64,
+    pub counters_off: u64,
+    /// The reclaim-sweep word (see `DeviceHeap::reclaim_before_null`).
+    pub sweep_off: u64,
+    /// The hand-out bitmap (`check.rs`); 0 when `checks == 0`.
+    pub bits_off: u64,
+    /// Total metadata bytes.
+    pub meta_bytes: u64,
+    /// Per current slot: blocks claimed ahead for it (see `slice::reserve_parts`).
+    pub reserve_off: u64,
+    /// Per current slot: when its block was installed, and its batch size (see
+    /// `Slots::install_next`).
+    pub pace_off: u64,
+}
+
+impl HeapLayout {
+    /// Layout for `num_segments` segments and `shards` current slots per class; `checks`
+    /// adds the hand-out bitmap (1 bit per 16 bytes of heap: 0.8% of its size).
+    pub const fn new(num_segments: u32, shards: u32, checks: bool) -> Self {
+        assert!(shards.is_power_of_two(), "shards must be a power of two");
+        let n = num_segments as u64;
+        let mut off = HEADER_BYTES;
+        let seg_tree = VebLayout::new(n);
+        let seg_tree_off = off;
+        off += seg_tree.total_words as u64 * 8;
+        let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
+        let block_tree_off = off;
+        off += NUM_GROUPS as u64 * block_tree.total_words as u64 * 8;
+        let table_off = off;
+        off += align8(n * 4);
+        let seg_out_off = off;
+        off += align8(n * 4);
+        let run_len_off = off;
+        off += align8(n * 4);
+        let run_tail_off = off;
+        off += align8(n * 4);
+        let blocks_off = off;
+        off += n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
+        let current_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
+        let format_lock_off = off;
+        off += align8(2 * NUM_GROUPS as u64 * 4);
+        let counters_off = off;
+        off += counter::COUNT as u64 * 8;
+        let sweep_off = off;
+        off += 8;
+        let bits_off = if checks { off } else { 0 };
+        if checks {
+            off += n * BIT_WORDS_PER_SEGMENT * 8;
+        }
+        let reserve_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
+        let pace_off = off;
+        off += SLOT_ROWS as u64 * shards as u64 * 8;
+        Self {
+            num_segments,
+            shards,
+            checks: checks as u32,
+            _reserved: 0,
+            seg_tree,
+            block_tree,
+            seg_tree_off,
+            block_tree_off,
+            table_off,
+            seg_out_off,
+            run_len_off,
+            run_tail_off,
+            blocks_off,
+            current_off,
+            format_lock_off,
+            counters_off,
+            sweep_off,
+            bits_off,
+            meta_bytes: off,
+            reserve_off,
+            pace_off,
+        }
+    }
+
+    /// Segments in a heap of `bytes` (rounded down; at least one).
+    pub const fn segments_for_bytes(bytes: u64) -> u32 {
+        let s = bytes >> SEGMENT_SHIFT;
+        if s == 0 {
+            1
+        } else {
+            s as u32
+        }
+    }
+
+    /// Words the init step writes (the segment tree; everything else starts as zeros).
+    pub const fn init_words(&self) -> u32 {
+        self.seg_tree.total_words
+    }
+}
+
+const _: () = assert!(core::mem::size_of::<HeapLayout>() as u64 <= HEADER_BYTES);
+const _: () = assert!(core::mem::size_of::<HeapLayout>().is_multiple_of(8));
+
+/// The checked forms of `HeapLayout::new` and `HeapLayout::segments_for_bytes`, for sizes
+/// that come from users.
+impl HeapLayout {
+    /// Most segments a heap may have (2^24: 256 TiB): block keys
+    /// (`segment * MAX_BLOCKS_PER_SEGMENT + block`) are 32-bit.
+    pub const MAX_SEGMENTS: u32 = (u32::MAX / MAX_BLOCKS_PER_SEGMENT) + 1;
+
+    /// As `new`, or `None` where `new` would panic or build a heap the allocator cannot
+    /// address: no segments, more than `MAX_SEGMENTS`, or `shards` not a power of two.
+    pub const fn try_new(num_segments: u32, shards: u32, checks: bool) -> Option<Self> {
+        if num_segments == 0 || num_segments > Self::MAX_SEGMENTS || !shards.is_power_of_two() {
+            return None;
+        }
+        let n = num_segments as u64;
+        if VebLayout::try_new(n).is_none() {
+            return None;
+        }
+        if VebLayout::try_new(n * MAX_BLOCKS_PER_SEGMENT as u64).is_none() {
+            return None;
+        }
+        Some(Self::new(num_segments, shards, checks))
+    }
+
+    /// Whole segments in `bytes` (rounded down), or `None` when that is none or more than
+    /// `MAX_SEGMENTS` (where `segments_for_bytes` rounds up to one, or truncates).
+    pub const fn checked_segments_for_bytes(bytes: u64) -> Option<u32> {
+        let s = bytes >> SEGMENT_SHIFT;
+        if s == 0 || s > Self::MAX_SEGMENTS as u64 {
+            None
+        } else {
+            Some(s as u32)
+        }
+    }
+}
+
+impl HeapLayout {
+    /// The layout as the words of the metadata header.
+    pub fn header_words(&self) -> [u64; (HEADER_BYTES / 8) as usize] {
+        let mut w = [0u64; (HEADER_BYTES / 8) as usize];
+        // SAFETY: HeapLayout is repr(C) plain data without padding (u32/u64 fields in
+        // 8-byte pairs), smaller than the header (asserted above).
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self as *const Self as *const u64,
+                w.as_mut_ptr(),
+                core::mem::size_of::<Self>() / 8,
+            )
+        };
+        w
+    }
+}
