@@ -195,6 +195,17 @@ impl<'a> Veb<'a> {
         }
     }
 
+    /// Sets `mask` (bits for child words that became non-empty) in summary word `w` of
+    /// `level`, and above it if that word was empty: `set_up` for several children at once.
+    #[inline(never)]
+    fn set_summary_bits(&self, level: u32, w: u64, mask: u64) {
+        // AcqRel: as in set_up (pairs with the remover's clear-then-recheck in clear_up).
+        let old = self.word(level, w).fetch_or_acq_rel(mask);
+        if old == 0 {
+            self.set_up(level + 1, w);
+        }
+    }
+
     /// The clear-window counters: windows started, windows ended.
     #[inline(always)]
     fn windows(&self) -> (&Atom64, &Atom64) {
@@ -491,10 +502,21 @@ impl<'a> Veb<'a> {
                     *old = self.word(0, wi).fetch_or_relaxed(range_mask(wi, start, end));
                 }
             }
-            for (i, &old) in olds.iter().enumerate() {
-                // A word that was empty gets its summary bit (as in set_bits).
-                if old == 0 && self.layout.levels > 1 {
-                    self.set_up(1, w + i as u64);
+            if self.layout.levels > 1 {
+                // The words that were empty get their summary bits (as in set_bits), with one
+                // RMW per summary word (the batch's words fall in at most two).
+                let first = w / WORD_BITS;
+                let mut masks = [0u64; 2];
+                for (i, &old) in olds.iter().enumerate() {
+                    let child = w + i as u64;
+                    if old == 0 {
+                        masks[(child / WORD_BITS - first) as usize] |= 1 << (child % WORD_BITS);
+                    }
+                }
+                for (j, &mask) in masks.iter().enumerate() {
+                    if mask != 0 {
+                        self.set_summary_bits(1, first + j as u64, mask);
+                    }
                 }
             }
             w += INSERT_BATCH_WORDS as u64;
