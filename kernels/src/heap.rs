@@ -307,10 +307,10 @@ impl DeviceHeap {
 
     /// Called by a request that found no memory, before it returns null: waits until a
     /// reclaim sweep has run from start to end after this call began, running it itself if
-    /// none is under way. A sweep is `trim`: every current slot of every class and shard is
-    /// retired (what its block did not hand out goes back, so blocks with no live slice return
-    /// to their trees), and every formatted segment with no block out goes back to the segment
-    /// tree. Failing requests share sweeps. False if no sweep completed within
+    /// none is under way. A sweep is `trim_idle`: every current block with no live slice is
+    /// retired (what it did not hand out goes back, so it returns to its tree; blocks with
+    /// live slices stay current, see `retire_if_idle`), and every formatted segment with no
+    /// block out goes back to the segment tree. Failing requests share sweeps. False if no sweep completed within
     /// `SWEEP_WAIT_NS` (the request returns null then too).
     #[inline(never)]
     pub(crate) fn reclaim_before_null(&self) -> bool {
@@ -329,7 +329,7 @@ impl DeviceHeap {
             }
             // AcqRel: one sweeper at a time; acquires the previous sweep's end.
             if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
-                self.trim();
+                self.trim_idle();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
                 word.store_release(v + 2);

@@ -208,6 +208,52 @@ impl DeviceHeap {
         self.retire_slot(row, self.current(row, shard));
     }
 
+    /// Retires current slot `slot` of row `row` only if its block has no live slice (every
+    /// slice it handed out came back), so that the block returns to its tree. A block with
+    /// live slices stays current: retiring it would not return it, and its class would claim
+    /// a fresh block for its next request (in the churn of issue 9 every reclaim sweep did
+    /// that for every class and shard, and the nulls cascaded).
+    fn retire_if_idle(&self, row: usize, slot: &Atom64) {
+        let c = row_class_kind(row).0;
+        let per_block = slices_per_block(c);
+        // Relaxed: a hint; the CAS below decides.
+        let w = slot.load_relaxed();
+        let (Some(gid), handed) = slot_parts(w) else { return };
+        if handed >= per_block {
+            // Exhausted: its taker installs the next block.
+            return;
+        }
+        let (seg, local) = split_gid(gid);
+        // Relaxed: a hint (frees of the slices handed out so far raise it up to `handed`); a
+        // stale or recycled read can only make us retire a block with live slices, which
+        // `give_back_rest` handles as `retire_slot` does.
+        if self.block_meta(seg, local).freed.load_relaxed() != handed {
+            return;
+        }
+        // AcqRel: as slot_retire's swap; fails if a take came in between.
+        if slot.cas_acq_rel(w, 0).is_ok() {
+            self.give_back_rest(c, gid, handed);
+        }
+    }
+
+    /// The reclaim sweep's form of `trim` (see `DeviceHeap::reclaim_before_null`): retires
+    /// the current blocks that have no live slice (see `retire_if_idle`), then returns wholly
+    /// free segments to the segment tree.
+    pub fn trim_idle(&self) {
+        for row in 0..SLOT_ROWS {
+            for sh in 0..self.layout().shards {
+                let slot = self.current(row, sh);
+                // Relaxed: a hint that skips empty slots (most of them).
+                if slot.load_relaxed() != 0 {
+                    self.retire_if_idle(row, slot);
+                }
+            }
+        }
+        for seg in 0..self.layout().num_segments {
+            self.trim_segment(seg);
+        }
+    }
+
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
     /// the segment tree (see `trim_segment`).
     pub fn trim(&self) {
