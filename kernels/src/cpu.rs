@@ -34,7 +34,12 @@ impl CpuHeap {
 
     /// As `new`; `checks` asks for the hand-out bitmap (used only if `crate::CHECKS`).
     pub fn with_checks(num_segments: u32, shards: u32, checks: bool) -> Self {
-        let layout = HeapLayout::new(num_segments, shards, checks);
+        Self::with_layout(HeapLayout::new(num_segments, shards, checks))
+    }
+
+    /// A heap of the given layout (e.g. `HeapLayout::with_pin_shift` of another policy).
+    pub fn with_layout(layout: HeapLayout) -> Self {
+        let num_segments = layout.num_segments;
         let bytes = (num_segments as usize) << crate::SEGMENT_SHIFT;
         let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
         // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).

@@ -55,6 +55,13 @@ impl DeviceHeap {
         }
     }
 
+    /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
+    /// slots between multiprocessors (see `HeapLayout::row_shard_log2`).
+    #[inline(always)]
+    pub(crate) fn home_shard(&self, row: usize) -> u32 {
+        arch::smid() & (self.layout().row_shards(row) - 1)
+    }
+
     /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
     /// returns the first slice's address and how many were taken (>= 1), or `None` when the
     /// heap is out of memory.
@@ -78,7 +85,7 @@ impl DeviceHeap {
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let slot = self.current(row, arch::smid() & (self.layout().shards - 1));
+        let slot = self.current(row, self.home_shard(row));
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
