@@ -347,7 +347,9 @@ impl crate::heap::DeviceHeap {
         if k == 1 {
             return self.claim_block(g);
         }
-        if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
+        // Within one segment's ids: group 0's blocks fill them all, so nothing else would keep
+        // a run from straddling two segments.
+        if let Some(gid) = self.block_tree(g).claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64) {
             // AcqRel: as in claim_from_tree.
             self.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
             return Some(gid);

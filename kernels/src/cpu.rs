@@ -5,7 +5,7 @@ extern crate std;
 use std::alloc::{alloc, dealloc, Layout};
 use std::vec::Vec;
 
-use crate::block::{slice_bytes, slice_class, MAX_SLICE_BYTES};
+use crate::block::{slice_bytes, slice_class};
 use crate::heap::{DeviceHeap, HeapLayout};
 
 /// Alignment of the host segment memory (the device gets 2 MiB-aligned allocations; any
@@ -78,7 +78,7 @@ impl CpuHeap {
                     continue;
                 }
                 let size = sizes[lane];
-                if size == 0 || size > MAX_SLICE_BYTES {
+                if size == 0 || size > crate::heap::UNIT_RUN_MIN {
                     out[lane] = self.heap.malloc(size);
                     done[lane] = true;
                     continue;
@@ -88,7 +88,10 @@ impl CpuHeap {
                     .iter()
                     .copied()
                     .filter(|&l| {
-                        !done[l] && sizes[l] != 0 && sizes[l] <= MAX_SLICE_BYTES && slice_class(sizes[l]) == c
+                        !done[l]
+                            && sizes[l] != 0
+                            && sizes[l] <= crate::heap::UNIT_RUN_MIN
+                            && slice_class(sizes[l]) == c
                     })
                     .collect();
                 let taken = self.heap.take_group(c, group.len() as u32);

@@ -60,6 +60,19 @@ pub const CTA_RUNS: usize = 2;
 /// `DeviceHeap::take_group`): two doublings, so at most 5x the size asked, and only when the
 /// alternative is null.
 pub const FALLBACK_CLASSES: usize = 8;
+/// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
+/// `UNIT_RUN_GROUP` (at most 25% over the size) instead of a slice: the classes above it
+/// have 4-6 slices per block, and a block comes back only when all of them are free, so under
+/// churn about half of their blocks' bytes were dead (issue 9).
+pub const UNIT_RUN_MIN: u64 = 256 << 10;
+/// The group whose blocks (64 KiB, the smallest) serve `malloc` of `UNIT_RUN_MIN..` bytes.
+pub const UNIT_RUN_GROUP: usize = 0;
+/// Blocks of `UNIT_RUN_GROUP` in a run for `size` bytes.
+#[inline(always)]
+pub const fn unit_run_len(size: u64) -> u32 {
+    size.div_ceil(group_block_bytes(UNIT_RUN_GROUP)) as u32
+}
+
 /// Bits of the slice count in the word a group leader shares (the class served is above).
 const GOT_BITS: u32 = 16;
 const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
@@ -428,8 +441,10 @@ impl DeviceHeap {
     pub fn malloc(&self, size: u64) -> *mut u8 {
         if size == 0 {
             core::ptr::null_mut()
-        } else if size <= MAX_SLICE_BYTES {
+        } else if size <= UNIT_RUN_MIN {
             self.malloc_slice(slice_class(size))
+        } else if size <= MAX_SLICE_BYTES {
+            self.malloc_whole(UNIT_RUN_GROUP, unit_run_len(size))
         } else if size <= SEGMENT_BYTES {
             self.malloc_whole(RUN_GROUP, block_run_len(size))
         } else {
