@@ -78,7 +78,7 @@ impl CpuHeap {
                     continue;
                 }
                 let size = sizes[lane];
-                if size == 0 || size > crate::heap::UNIT_RUN_MIN {
+                if size == 0 || crate::heap::takes_unit_run(size) {
                     out[lane] = self.heap.malloc(size);
                     done[lane] = true;
                     continue;
@@ -90,7 +90,7 @@ impl CpuHeap {
                     .filter(|&l| {
                         !done[l]
                             && sizes[l] != 0
-                            && sizes[l] <= crate::heap::UNIT_RUN_MIN
+                            && !crate::heap::takes_unit_run(sizes[l])
                             && slice_class(sizes[l]) == c
                     })
                     .collect();

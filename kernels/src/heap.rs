@@ -72,6 +72,19 @@ pub const UNIT_RUN_GROUP: usize = 0;
 pub const fn unit_run_len(size: u64) -> u32 {
     size.div_ceil(group_block_bytes(UNIT_RUN_GROUP)) as u32
 }
+/// Requests above this whose class's slice is a whole number of 64 KiB blocks (128, 192 and
+/// 256 KiB: 8, 5 and 4 slices per 1 MiB block) take runs too: the same bytes as their slice.
+pub const UNIT_RUN_EXACT_MIN: u64 = 96 << 10;
+
+/// Whether `malloc` serves `size` (at most `MAX_SLICE_BYTES`) with a run of whole 64 KiB
+/// blocks rather than a slice: above `UNIT_RUN_MIN`, or above `UNIT_RUN_EXACT_MIN` where the
+/// run is no larger than the slice. Either way at most the class's rounding.
+#[inline(always)]
+pub const fn takes_unit_run(size: u64) -> bool {
+    size > UNIT_RUN_MIN
+        || (size > UNIT_RUN_EXACT_MIN
+            && unit_run_len(size) as u64 * group_block_bytes(UNIT_RUN_GROUP) <= slice_bytes(class_of(size)))
+}
 
 /// Bits of the slice count in the word a group leader shares (the class served is above).
 const GOT_BITS: u32 = 16;
@@ -441,7 +454,7 @@ impl DeviceHeap {
     pub fn malloc(&self, size: u64) -> *mut u8 {
         if size == 0 {
             core::ptr::null_mut()
-        } else if size <= UNIT_RUN_MIN {
+        } else if size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)) {
             self.malloc_slice(slice_class(size))
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_whole(UNIT_RUN_GROUP, unit_run_len(size))
