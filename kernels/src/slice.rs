@@ -247,13 +247,24 @@ impl DeviceHeap {
     /// the current blocks that have no live slice (see `retire_if_idle`), then returns wholly
     /// free segments to the segment tree.
     pub fn trim_idle(&self) {
+        let shards = self.layout().shards;
         for row in 0..SLOT_ROWS {
-            for sh in 0..self.layout().shards {
-                let slot = self.current(row, sh);
-                // Relaxed: a hint that skips empty slots (most of them).
-                if slot.load_relaxed() != 0 {
-                    self.retire_if_idle(row, slot);
+            let mut sh = 0;
+            while sh < shards {
+                // As in `trim`: a batch of slot words in flight together.
+                let n = TRIM_BATCH.min(shards - sh);
+                let mut busy = 0u32;
+                for k in 0..n {
+                    // Relaxed: a hint that skips empty slots (most of them).
+                    if self.current(row, sh + k).load_relaxed() != 0 {
+                        busy |= 1 << k;
+                    }
                 }
+                while busy != 0 {
+                    self.retire_if_idle(row, self.current(row, sh + busy.trailing_zeros()));
+                    busy &= busy - 1;
+                }
+                sh += n;
             }
         }
         for seg in 0..self.layout().num_segments {
