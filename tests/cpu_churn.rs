@@ -363,3 +363,41 @@ fn runs_of_64k_blocks_round_no_more_than_the_classes() {
         assert!(!takes_unit_run(size), "{size}");
     }
 }
+
+/// Requests of 128 KiB..1 MiB all take runs of 64 KiB blocks from group 0 now: a burst of them
+/// that finds no run in the tree used to format one segment per claimer (every free segment
+/// could end up bound to group 0 with one run in it). At most `formatters` threads format for
+/// a group now, and the others take runs from what they formatted: 48 threads asking for one
+/// run each at once format one segment (before: 2 segments in some of 200 trials here).
+#[test]
+fn a_burst_of_run_claims_formats_one_segment() {
+    const THREADS: usize = 48;
+    for trial in 0..200 {
+        let cpu = CpuHeap::with_checks(64, 1, false);
+        let h = cpu.heap();
+        let barrier = std::sync::Barrier::new(THREADS);
+        let got: Vec<u64> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        set_host_thread_index(t as u64);
+                        barrier.wait();
+                        h.malloc(300_000) as u64
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|j| j.join().unwrap()).collect()
+        });
+        assert!(got.iter().all(|&p| p != 0));
+        let o = h.occupancy();
+        assert_eq!(
+            o.groups[0].segments, 1,
+            "trial {trial}: {} segments formatted for group 0",
+            o.groups[0].segments
+        );
+        for p in got {
+            h.free(p as *mut u8);
+        }
+    }
+}
