@@ -667,3 +667,33 @@ fn fast_slots_claim_ahead_and_give_the_reserve_back() {
     }
     assert_empty(h);
 }
+
+/// The reclaim sweep a failing request runs before it returns null gives back every slot's
+/// reserve, including other classes' (a reserve holds untouched blocks of its group, which
+/// another class of the group can use): no reserved block outlives a null.
+/// (Found when the sweep became `trim_idle`, which at first left reserves alone.)
+#[test]
+fn the_sweep_before_a_null_empties_every_reserve() {
+    const SEGMENTS: u32 = 4;
+    let cpu = CpuHeap::new(SEGMENTS, 1);
+    let h = cpu.heap();
+    // 2560-byte slots run out fast here: their reserve fills.
+    let mut live: Vec<_> = (0..64).flat_map(|_| cpu.warp_malloc(&[2560; 32])).collect();
+    assert!(h.validate().expect("heap consistent").reserved_blocks > 0);
+    // Another class of the same group (4 KiB, whose fallback classes are in the next group)
+    // fills the rest of the heap.
+    loop {
+        let ps = cpu.warp_malloc(&[4096; 32]);
+        let got = ps.iter().filter(|p| !p.is_null()).count();
+        live.extend(ps.into_iter().filter(|p| !p.is_null()));
+        if got < 32 {
+            break;
+        }
+    }
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.reserved_blocks, 0, "a reserve outlived the sweep before the null: {s:?}");
+    for p in live {
+        h.free(p);
+    }
+    assert_empty(h);
+}

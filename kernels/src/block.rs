@@ -454,22 +454,48 @@ impl<'a> Blocks<'a> {
     }
 
     /// Takes `k` (1..=group_blocks_per_segment(g)) contiguous free blocks of group `g`, in one
-    /// segment (a group's tree never holds the ids between two segments' blocks), formatting a
-    /// fresh segment when its tree has no such run; returns the first. The blocks are parked;
-    /// the caller marks them.
+    /// segment, formatting a fresh segment when its tree has no such run; returns the first.
+    /// The blocks are parked; the caller marks them. As in `claim_block`, at most
+    /// `formatters(g)` threads format segments for the group at once: runs of 64 KiB blocks
+    /// serve every request of 128 KiB..1 MiB, and a burst of claimers that found no run would
+    /// otherwise format a segment each, binding the heap's free segments to this group.
     #[inline(never)]
     pub(crate) fn claim_block_run(&self, g: usize, k: u32) -> Option<u64> {
         if k == 1 {
             return self.claim_block(g);
         }
-        if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
-            // AcqRel: as in claim_from_tree.
-            self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
-            return Some(gid);
+        let (lock, _) = self.format_lock(g);
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        loop {
+            if let Some(gid) = self.claim_run_in_tree(g, k) {
+                return Some(gid);
+            }
+            if Self::enter_format(lock, formatters(g)) {
+                let got = self.claim_run_in_tree(g, k).or_else(|| {
+                    let seg = self.segs.seg_tree().claim_from(0)? as u32;
+                    self.format_segment(seg, g, k);
+                    Some(gid_of(seg, 0))
+                });
+                // Release: our inserts happen-before the next formatter's entry.
+                lock.fetch_sub_acq_rel(1);
+                // None: the tree had no such run and the segment tree no free segment, both
+                // by exact searches.
+                return got;
+            }
+            if !wait.sleep() {
+                return None;
+            }
         }
-        let seg = self.segs.seg_tree().claim_from(0)? as u32;
-        self.format_segment(seg, g, k);
-        Some(gid_of(seg, 0))
+    }
+
+    /// A run of `k` free blocks of group `g` from its tree, counted out of their segment.
+    fn claim_run_in_tree(&self, g: usize, k: u32) -> Option<u64> {
+        // Within one segment's ids: group 0's blocks fill them all, so nothing else would keep
+        // a run from straddling two segments.
+        let gid = self.block_tree(g).claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
+        // AcqRel: as in claim_from_tree.
+        self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+        Some(gid)
     }
 
     /// Returns block `gid` of group `g` to its tree; the last block of a segment to come back

@@ -149,6 +149,21 @@ impl<'a> Slots<'a> {
         }
     }
 
+    /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
+    /// slots between multiprocessors (see `HeapLayout::row_shard_log2`).
+    #[inline(always)]
+    pub(crate) fn home_shard(&self, row: usize) -> u32 {
+        arch::smid() & (self.layout().row_shards(row) - 1)
+    }
+
+    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
+    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
+    /// heap is out of memory.
+    #[inline]
+    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        self.take_in_row(c, n)
+    }
+
     /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
     /// cleared) and its batch size (the low byte).
     #[inline(always)]
@@ -167,7 +182,7 @@ impl<'a> Slots<'a> {
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub(crate) fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let shard = arch::smid() & (self.layout().shards - 1);
+        let shard = self.home_shard(row);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
@@ -370,13 +385,17 @@ impl<'a> Slots<'a> {
         if let Some((gid, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
             self.give_back_rest(c, gid, handed);
         }
-        let reserve = self.reserve(row, shard);
         // Relaxed: skips the swap on an empty reserve; the swap decides.
-        if reserve.load_relaxed() != 0 {
-            // AcqRel: as in take_reserved.
-            if let Some((seg, mask)) = reserve_parts(reserve.swap_acq_rel(0)) {
-                self.release_reserved(group_of(c), seg, mask);
-            }
+        if self.reserve(row, shard).load_relaxed() != 0 {
+            self.release_reserve(row, shard);
+        }
+    }
+
+    /// Empties the reserve of slot `shard` of row `row`: its blocks go back to their tree.
+    fn release_reserve(&self, row: usize, shard: u32) {
+        // AcqRel: as in take_reserved.
+        if let Some((seg, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
+            self.release_reserved(group_of(row_class_kind(row).0), seg, mask);
         }
     }
 
@@ -411,6 +430,68 @@ impl<'a> Slots<'a> {
     /// the end of a phase, before stats or validation.
     pub fn trim_slot(&self, row: usize, shard: u32) {
         self.retire_slot(row, shard);
+    }
+
+    /// Retires current slot `slot` of row `row` only if its block has no live slice (every
+    /// slice it handed out came back), so that the block returns to its tree. A block with
+    /// live slices stays current: retiring it would not return it, and its class would claim
+    /// a fresh block for its next request (in the churn of issue 9 every reclaim sweep did
+    /// that for every class and shard, and the nulls cascaded).
+    fn retire_if_idle(&self, row: usize, slot: &Atom64) {
+        let c = row_class_kind(row).0;
+        let per_block = slices_per_block(c);
+        // Relaxed: a hint; the CAS below decides.
+        let w = slot.load_relaxed();
+        let (Some(gid), handed) = slot_parts(w) else { return };
+        if handed >= per_block {
+            // Exhausted: its taker installs the next block.
+            return;
+        }
+        let (seg, local) = split_gid(gid);
+        // Relaxed: a hint (frees of the slices handed out so far raise it up to `handed`); a
+        // stale or recycled read can only make us retire a block with live slices, which
+        // `give_back_rest` handles as `retire_slot` does.
+        if self.blocks.block_meta(seg, local).freed.load_relaxed() != handed {
+            return;
+        }
+        // AcqRel: as slot_retire's swap; fails if a take came in between.
+        if slot.cas_acq_rel(w, 0).is_ok() {
+            self.give_back_rest(c, gid, handed);
+        }
+    }
+
+    /// The reclaim sweep's form of `trim` (see `DeviceHeap::reclaim_before_null`): retires
+    /// the current blocks that have no live slice (see `retire_if_idle`), then returns wholly
+    /// free segments to the segment tree.
+    pub fn trim_idle(&self) {
+        let shards = self.layout().shards;
+        for row in 0..SLOT_ROWS {
+            let mut sh = 0;
+            while sh < shards {
+                // As in `trim`: a batch of slot words in flight together.
+                let n = TRIM_BATCH.min(shards - sh);
+                let mut busy = 0u32;
+                for k in 0..n {
+                    // Relaxed: a hint that skips empty slots (most of them).
+                    if self.current(row, sh + k).load_relaxed() != 0 {
+                        busy |= 1 << k;
+                    }
+                    // Relaxed: as above; reserved blocks are untouched, so they always go
+                    // back (null means full: no reserve outlives a sweep).
+                    if self.reserve(row, sh + k).load_relaxed() != 0 {
+                        self.release_reserve(row, sh + k);
+                    }
+                }
+                while busy != 0 {
+                    self.retire_if_idle(row, self.current(row, sh + busy.trailing_zeros()));
+                    busy &= busy - 1;
+                }
+                sh += n;
+            }
+        }
+        for seg in 0..self.layout().num_segments {
+            self.blocks.trim_segment(seg);
+        }
     }
 
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to

@@ -583,15 +583,31 @@ impl<'a> Veb<'a> {
         if k == 1 {
             return self.claim_from(0);
         }
-        self.search_exactly(|exact| self.run_pass(k, exact))
+        self.search_exactly(|exact| self.run_pass(k, exact, u64::MAX))
     }
 
-    /// One pass of `claim_run`. Bounded: the start only moves up, and stays at one index for
-    /// at most `RUN_CLAIM_TRIES` lost races.
-    fn run_pass(&self, k: u64, exact: bool) -> Option<u64> {
+    /// As `claim_run`, for a run that does not cross a multiple of `window` (a power of two,
+    /// at least `k`): a run of blocks in one segment, for a group whose blocks fill all
+    /// `MAX_BLOCKS_PER_SEGMENT` ids of a segment (so that nothing else keeps runs apart).
+    #[inline(never)]
+    pub fn claim_run_within(&self, k: u64, window: u64) -> Option<u64> {
+        if k == 0 || k > self.layout.universe || k > window {
+            return None;
+        }
+        self.search_exactly(|exact| self.run_pass(k, exact, window))
+    }
+
+    /// One pass of `claim_run` (of runs within windows of `window` ids). Bounded: the start
+    /// only moves up, and stays at one index for at most `RUN_CLAIM_TRIES` lost races.
+    fn run_pass(&self, k: u64, exact: bool, window: u64) -> Option<u64> {
         let (mut from, mut lost) = (0, 0);
         loop {
             let s = self.next_free(from, exact)?;
+            if s / window != (s + k - 1) / window {
+                // The run would cross a window: look from the next one.
+                (from, lost) = ((s / window + 1) * window, 0);
+                continue;
+            }
             let e = self.run_end(s, k);
             if e - s < k {
                 from = e + 1;
