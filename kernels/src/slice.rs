@@ -273,27 +273,59 @@ impl<'a> Slots<'a> {
     }
 
     /// Installs a fresh block in slot `shard` of row `row` (this taker exhausted its block or
-    /// was elected on an empty slot). False when no block could be had: the slot is left empty.
+    /// was elected on an empty slot): the first of the slot's reserve, else the first of a
+    /// batch claimed from the group's tree, whose rest becomes the reserve once the block is
+    /// in (the slot's waiters wait for the install only). False when no block could be had:
+    /// the slot is left empty.
     #[inline(never)]
     fn install_next(&self, row: usize, shard: u32) -> bool {
         let (c, kind) = row_class_kind(row);
+        let g = group_of(c);
         let slot = self.current(row, shard);
+        let reserve = self.reserve(row, shard);
         let t0 = trace::now();
-        let next = self.next_block(row, shard);
+        // Relaxed: only this slot's installers write it, one at a time but for a trim race,
+        // where a stale pace only sizes one batch. Loaded alongside the swap below.
+        let pace = self.pace(row, shard).load_relaxed();
+        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
+        // trim); acquires its blocks' parked state from whoever stored it. A swap rather than
+        // a load first: one round trip either way, and the reserve is usually empty.
+        let reserved = reserve_parts(reserve.swap_acq_rel(0));
+        // The batch doubles while the slot's blocks run out within FAST_BLOCK_NS of their
+        // install, and falls back to one block when one lasts longer.
+        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
+        let last = (pace & PACE_BATCH_MASK) as u32;
+        // The block to install, the reserve's rest (segment, mask), and the batch size.
+        let (gid, rest, batch) = match reserved {
+            Some((seg, mask)) => {
+                (gid_of(seg, mask.trailing_zeros()), (seg, mask & (mask - 1)), if fast { last } else { 1 })
+            }
+            None => {
+                let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
+                let Some(b) = self.blocks.claim_blocks(g, k) else {
+                    if trace::ON {
+                        trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
+                    }
+                    self.retire_slot(row, shard);
+                    return false;
+                };
+                let r = b.rest();
+                // Blocks of a group with at most RESERVE_MASK_BITS per segment when k > 1
+                // (max_batch), so the mask's base is 0 and it fits.
+                (b.first(), (r.seg, (r.mask << r.base) as u32), k)
+            }
+        };
         if trace::ON {
             trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
         }
-        let Some((gid, batch)) = next else {
-            self.retire_slot(row, shard);
-            return false;
-        };
         let (seg, local) = split_gid(gid);
         self.blocks.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         let replaced = slot_install(slot, gid);
-        // Relaxed: only this slot's installers write it, one at a time but for a trim race,
-        // where a stale pace only sizes one batch.
+        // The slot's waiters are served: the rest of the batch and the pace after them.
+        self.keep_reserved(g, reserve, rest.0, rest.1);
+        // Relaxed: see the load above.
         self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
         if trace::ON {
             trace::install(self.meta(), trace::now() - t0);
@@ -302,47 +334,6 @@ impl<'a> Slots<'a> {
             self.give_back_rest(c, old, handed);
         }
         true
-    }
-
-    /// The block slot `shard` of row `row` installs next, and the slot's batch size: from the
-    /// slot's reserve, else the first of a batch claimed from the group's tree (whose other
-    /// blocks become the reserve). The batch doubles while the slot's blocks run out within
-    /// `FAST_BLOCK_NS` of their install, and falls back to one block when one lasts longer.
-    #[inline(always)]
-    fn next_block(&self, row: usize, shard: u32) -> Option<(u64, u32)> {
-        let c = row_class_kind(row).0;
-        let g = group_of(c);
-        let reserve = self.reserve(row, shard);
-        // Relaxed: see install_next.
-        let pace = self.pace(row, shard).load_relaxed();
-        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
-        let last = (pace & PACE_BATCH_MASK) as u32;
-        if let Some(gid) = self.take_reserved(g, reserve) {
-            return Some((gid, if fast { last } else { 1 }));
-        }
-        let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
-        let batch = self.blocks.claim_blocks(g, k)?;
-        let rest = batch.rest();
-        if rest.mask != 0 {
-            // Blocks of a group with at most RESERVE_MASK_BITS per segment (max_batch), so
-            // the mask's base is 0 and it fits.
-            self.keep_reserved(g, reserve, rest.seg, (rest.mask << rest.base) as u32);
-        }
-        Some((batch.first(), k))
-    }
-
-    /// Takes the first block of `reserve` (of group `g`), leaving the rest there.
-    #[inline(always)]
-    fn take_reserved(&self, g: usize, reserve: &Atom64) -> Option<u64> {
-        // Relaxed: skips the swap on an empty reserve (most installs); the swap decides.
-        if reserve.load_relaxed() == 0 {
-            return None;
-        }
-        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
-        // trim); acquires its blocks' parked state from whoever stored it.
-        let (seg, mask) = reserve_parts(reserve.swap_acq_rel(0))?;
-        self.keep_reserved(g, reserve, seg, mask & (mask - 1));
-        Some(gid_of(seg, mask.trailing_zeros()))
     }
 
     /// Puts blocks `mask` of segment `seg` (of group `g`, claimed and parked) in `reserve`;
@@ -393,7 +384,7 @@ impl<'a> Slots<'a> {
 
     /// Empties the reserve of slot `shard` of row `row`: its blocks go back to their tree.
     fn release_reserve(&self, row: usize, shard: u32) {
-        // AcqRel: as in take_reserved.
+        // AcqRel: as in install_next's swap.
         if let Some((seg, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
             self.release_reserved(group_of(row_class_kind(row).0), seg, mask);
         }
