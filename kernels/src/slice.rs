@@ -8,9 +8,8 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
-    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
-    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_of, slice_bytes, slices_per_block, slot_install, slot_moved_on,
+    slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
@@ -35,16 +34,15 @@ const TRIM_BATCH: u32 = 8;
 /// at 2 KiB, 2^20 threads: 1.16x against 1.33x).
 pub const MAX_BATCH_BLOCKS: u32 = 4;
 /// A batch holds at most this many slices: classes with 4096 slices per block (up to 256-byte
-/// slices) claim one block at a time, as their blocks last long enough.
-pub const BATCH_SLICES: u32 = 4096;
+/// slices) claim two blocks at most, larger ones up to `MAX_BATCH_BLOCKS`.
+pub const BATCH_SLICES: u32 = 8192;
 /// A batch holds at most this many bytes, so that what reserves hold stays small.
 pub const BATCH_BYTES: u64 = 8 << 20;
 /// A block whose slices ran out sooner than this after its install doubles its slot's next
 /// batch (up to `max_batch`); a slower one sets it back to one block, so that slots whose
 /// blocks last (most classes of a mixed workload) never hold blocks ahead.
 pub const FAST_BLOCK_NS: u64 = 100_000;
-/// Bits of a reserve's block mask: reserves hold blocks of groups with at most this many
-/// blocks per segment.
+/// Bits of a reserve's block mask (the blocks `base .. base + 32` of one segment).
 const RESERVE_MASK_BITS: u32 = 32;
 /// Bits of a pace word that hold the slot's batch size (the rest: the install time).
 const PACE_BATCH_MASK: u64 = 0xff;
@@ -53,9 +51,6 @@ const PACE_BATCH_MASK: u64 = 0xff;
 #[inline(always)]
 pub const fn max_batch(c: usize) -> u32 {
     let g = group_of(c);
-    if group_blocks_per_segment(g) > RESERVE_MASK_BITS {
-        return 1;
-    }
     let by_slices = BATCH_SLICES / slices_per_block(c);
     let by_bytes = (BATCH_BYTES / group_block_bytes(g)) as u32;
     let k = if by_slices < by_bytes { by_slices } else { by_bytes };
@@ -68,22 +63,32 @@ pub const fn max_batch(c: usize) -> u32 {
     }
 }
 
-/// A reserve word: `(seg + 1) << 32 | mask`, bit `i` of `mask` being block `i` of segment
-/// `seg` (claimed, parked, not installed); 0 means none.
+/// Bit where a reserve word's segment starts (below it: the base's 32-block unit and the mask).
+const RESERVE_SEG_SHIFT: u32 = 35;
+
+/// A reserve word: `(seg + 1) << 35 | (base / 32) << 32 | mask`, bit `i` of `mask` being block
+/// `base + i` of segment `seg` (claimed, parked, not installed; `base` a multiple of 32);
+/// 0 means none.
 #[inline(always)]
-pub const fn reserve_value(seg: u32, mask: u32) -> u64 {
-    ((seg as u64 + 1) << 32) | mask as u64
+pub const fn reserve_value(seg: u32, base: u32, mask: u32) -> u64 {
+    ((seg as u64 + 1) << RESERVE_SEG_SHIFT) | ((base / RESERVE_MASK_BITS) as u64) << 32 | mask as u64
 }
 
-/// Segment and block mask of a reserve word (`None`: empty).
+/// Segment, base block and block mask of a reserve word (`None`: empty).
 #[inline(always)]
-pub const fn reserve_parts(w: u64) -> Option<(u32, u32)> {
-    if w >> 32 == 0 || w as u32 == 0 {
+pub const fn reserve_parts(w: u64) -> Option<(u32, u32, u32)> {
+    if w >> RESERVE_SEG_SHIFT == 0 || w as u32 == 0 {
         None
     } else {
-        Some(((w >> 32) as u32 - 1, w as u32))
+        Some((
+            (w >> RESERVE_SEG_SHIFT) as u32 - 1,
+            ((w >> 32) as u32 & ((1 << (RESERVE_SEG_SHIFT - 32)) - 1)) * RESERVE_MASK_BITS,
+            w as u32,
+        ))
     }
 }
+
+const _: () = assert!(crate::class::MAX_BLOCKS_PER_SEGMENT <= RESERVE_MASK_BITS << (RESERVE_SEG_SHIFT - 32));
 
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
@@ -297,9 +302,11 @@ impl<'a> Slots<'a> {
         let last = (pace & PACE_BATCH_MASK) as u32;
         // The block to install, the reserve's rest (segment, mask), and the batch size.
         let (gid, rest, batch) = match reserved {
-            Some((seg, mask)) => {
-                (gid_of(seg, mask.trailing_zeros()), (seg, mask & (mask - 1)), if fast { last } else { 1 })
-            }
+            Some((seg, base, mask)) => (
+                gid_of(seg, base + mask.trailing_zeros()),
+                (seg, base, mask & (mask - 1)),
+                if fast { last } else { 1 },
+            ),
             None => {
                 let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
                 let Some(b) = self.blocks.claim_blocks(g, k) else {
@@ -310,9 +317,15 @@ impl<'a> Slots<'a> {
                     return false;
                 };
                 let r = b.rest();
-                // Blocks of a group with at most RESERVE_MASK_BITS per segment when k > 1
-                // (max_batch), so the mask's base is 0 and it fits.
-                (b.first(), (r.seg, (r.mask << r.base) as u32), k)
+                // The rest lies in one leaf word (64 blocks from r.base); a reserve holds 32 of
+                // them: the lower half if it has any, and what the other half took goes back.
+                let (lo, hi) = (r.mask as u32, (r.mask >> RESERVE_MASK_BITS) as u32);
+                if lo != 0 && hi != 0 {
+                    self.release_reserved(g, r.seg, r.base + RESERVE_MASK_BITS, hi);
+                }
+                let rest =
+                    if lo != 0 { (r.seg, r.base, lo) } else { (r.seg, r.base + RESERVE_MASK_BITS, hi) };
+                (b.first(), rest, k)
             }
         };
         if trace::ON {
@@ -324,7 +337,7 @@ impl<'a> Slots<'a> {
         // what that block has not handed out goes back.
         let replaced = slot_install(slot, gid);
         // The slot's waiters are served: the rest of the batch and the pace after them.
-        self.keep_reserved(g, reserve, rest.0, rest.1);
+        self.keep_reserved(g, reserve, rest.0, rest.1, rest.2);
         // Relaxed: see the load above.
         self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
         if trace::ON {
@@ -336,25 +349,27 @@ impl<'a> Slots<'a> {
         true
     }
 
-    /// Puts blocks `mask` of segment `seg` (of group `g`, claimed and parked) in `reserve`;
-    /// whatever it displaces (a racing installer's, after a trim) goes back to the tree.
+    /// Puts blocks `base + i` (bit `i` of `mask`) of segment `seg` (of group `g`, claimed and
+    /// parked) in `reserve`; whatever it displaces (a racing installer's, after a trim) goes
+    /// back to the tree.
     #[inline(always)]
-    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, mask: u32) {
+    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, base: u32, mask: u32) {
         if mask == 0 {
             return;
         }
         // AcqRel: publishes the parked blocks to the next taker; acquires what it displaces.
-        if let Some((s, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, mask))) {
-            self.release_reserved(g, s, m);
+        if let Some((s, b, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, base, mask))) {
+            self.release_reserved(g, s, b, m);
         }
     }
 
-    /// Returns reserved blocks `mask` of segment `seg` (group `g`) to the tree.
+    /// Returns reserved blocks `base + i` (bit `i` of `mask`) of segment `seg` (group `g`) to
+    /// the tree.
     #[inline(never)]
-    fn release_reserved(&self, g: usize, seg: u32, mut mask: u32) {
+    fn release_reserved(&self, g: usize, seg: u32, base: u32, mut mask: u32) {
         while mask != 0 {
             // Parked since their claim: straight back to the tree.
-            self.blocks.release_block(g, gid_of(seg, mask.trailing_zeros()));
+            self.blocks.release_block(g, gid_of(seg, base + mask.trailing_zeros()));
             mask &= mask - 1;
         }
     }
@@ -385,8 +400,8 @@ impl<'a> Slots<'a> {
     /// Empties the reserve of slot `shard` of row `row`: its blocks go back to their tree.
     fn release_reserve(&self, row: usize, shard: u32) {
         // AcqRel: as in install_next's swap.
-        if let Some((seg, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
-            self.release_reserved(group_of(row_class_kind(row).0), seg, mask);
+        if let Some((seg, base, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
+            self.release_reserved(group_of(row_class_kind(row).0), seg, base, mask);
         }
     }
 
@@ -513,6 +528,23 @@ impl<'a> Slots<'a> {
         }
         for seg in 0..self.layout().num_segments {
             self.blocks.trim_segment(seg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_words_round_trip() {
+        assert_eq!(reserve_parts(0), None);
+        for seg in [0, 1, 511, (1 << 24) - 1] {
+            for base in (0..crate::class::MAX_BLOCKS_PER_SEGMENT).step_by(RESERVE_MASK_BITS as usize) {
+                for mask in [1, 0x8000_0001, u32::MAX] {
+                    assert_eq!(reserve_parts(reserve_value(seg, base, mask)), Some((seg, base, mask)));
+                }
+            }
         }
     }
 }
