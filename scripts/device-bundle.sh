@@ -34,8 +34,12 @@ cp target/ptx/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc.
 cargo build --release --features checks
 cp target/ptx-checks/nvptx64-nvidia-cuda/release/veballoc_kernels.ptx .devbin/veballoc-checks.ptx
 strip .devbin/tests/* .devbin/veballoc-bench .devbin/criterion-host .devbin/graph-example .devbin/collections-example
-# The peer allocators' binaries (../shared/peers/bin, about 4 MB), for the harness's --peers.
-if [ -d ../shared/peers/bin ]; then
-  install -D -m 755 -t .devbin/peers/bin ../shared/peers/bin/*
+# The peer allocators' binaries (about 5 MB), for the harness's --peers: built here by
+# scripts/build-peers.sh when an nvcc is at hand (NVCC=...), else copied from ../shared/peers
+# if those start; otherwise scripts/device-full.sh builds them on the GPU machine from the
+# carried .peers-src (see docs/peers.md).
+peers=$(scripts/peers-dir.sh)
+if [ -n "$peers" ] && [ "$peers" != .devbin/peers ]; then
+  install -D -m 755 -t .devbin/peers/bin "$peers"/bin/*
 fi
 ls -la .devbin .devbin/tests

@@ -2,13 +2,15 @@
 # On the GPU machine: GPU tests, the whole harness, the criterion GPU benches; everything is
 # packed into OUT/NAME.tgz (one file, whatever the tool's file limits).
 # Usage: scripts/device-full.sh OUT NAME [harness args, default: all --iters 5]
-# With the peers' binaries in .devbin/peers/bin (scripts/device-bundle.sh copies them), the
-# harness runs them too (--peers .devbin/peers) unless the arguments name --peers.
+# With peer binaries that start (scripts/peers-dir.sh), the harness runs them too (--peers)
+# unless the arguments name --peers.
 set -uo pipefail
 out=$1; name=$2; shift 2
 [ $# -gt 0 ] || set -- all --iters 5
-if [ -d .devbin/peers/bin ] && ! printf '%s\n' "$@" | grep -qE '^--peers(=|$)'; then
-  set -- "$@" --peers .devbin/peers
+if ! printf '%s\n' "$@" | grep -qE '^--peers(=|$)'; then
+  # Builds them from a carried .peers-src with the machine's nvcc if none start.
+  peers=$(scripts/peers-dir.sh)
+  [ -z "$peers" ] || set -- "$@" --peers "$peers"
 fi
 dir=$out/$name
 scripts/device-run.sh "$dir" "$@"

@@ -667,3 +667,60 @@ fn fast_slots_claim_ahead_and_give_the_reserve_back() {
     }
     assert_empty(h);
 }
+
+/// The reclaim sweep a failing request runs before it returns null gives back every slot's
+/// reserve, including other classes' (a reserve holds untouched blocks of its group, which
+/// another class of the group can use): no reserved block outlives a null.
+/// (Found when the sweep became `trim_idle`, which at first left reserves alone.)
+#[test]
+fn the_sweep_before_a_null_empties_every_reserve() {
+    const SEGMENTS: u32 = 4;
+    let cpu = CpuHeap::new(SEGMENTS, 1);
+    let h = cpu.heap();
+    // 2560-byte slots run out fast here: their reserve fills.
+    let mut live: Vec<_> = (0..64).flat_map(|_| cpu.warp_malloc(&[2560; 32])).collect();
+    assert!(h.validate().expect("heap consistent").reserved_blocks > 0);
+    // Another class of the same group (4 KiB, whose fallback classes are in the next group)
+    // fills the rest of the heap.
+    loop {
+        let ps = cpu.warp_malloc(&[4096; 32]);
+        let got = ps.iter().filter(|p| !p.is_null()).count();
+        live.extend(ps.into_iter().filter(|p| !p.is_null()));
+        if got < 32 {
+            break;
+        }
+    }
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.reserved_blocks, 0, "a reserve outlived the sweep before the null: {s:?}");
+    for p in live {
+        h.free(p);
+    }
+    assert_empty(h);
+}
+
+/// Slots of the small classes (64-256 KiB blocks, whose leaf words hold 64 of a segment's up
+/// to 256 blocks) reserve blocks too once their blocks run out fast (`slice::max_batch`: two):
+/// the reserve names its 32-block window of the leaf word, and the validator and `trim`
+/// account for it.
+#[test]
+fn small_classes_reserve_blocks_in_their_window() {
+    use veballoc::kernels::slice::max_batch;
+    for size in [16u64, 32, 64] {
+        let c = class_of(size);
+        assert_eq!(max_batch(c), 2, "size {size}");
+        let cpu = CpuHeap::new(2, 1);
+        let h = cpu.heap();
+        // One take of a whole block exhausts it microseconds after its install: the next
+        // install claims two blocks, and the second waits in the reserve.
+        let (base, got) = h.take_slices(c, slices_per_block(c)).expect("a block");
+        assert_eq!(got, slices_per_block(c));
+        let ps: Vec<*mut u8> = (0..got as u64).map(|i| (base + i * slice_bytes(c)) as *mut u8).collect();
+        let s = h.validate().expect("heap consistent");
+        assert!(s.reserved_blocks >= 1, "size {size}: {s:?}");
+        assert_eq!(s.bytes_in_use, ps.len() as u64 * slice_bytes(c));
+        for p in ps {
+            h.free(p);
+        }
+        assert_empty(h);
+    }
+}

@@ -39,6 +39,10 @@ impl Bench {
             tf.push(self.timed(|| unsafe {
                 self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])
             })?);
+            if self.cli.trace {
+                let t: Vec<String> = heap.trace()?.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!("trace (after free) {test} {} n={n}: {}", sizes.label(), t.join(" "));
+            }
             heap.destroy()?;
         }
         let (ta, tf) = (ta[1..].to_vec(), tf[1..].to_vec());

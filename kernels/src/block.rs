@@ -322,7 +322,7 @@ impl<'a> Blocks<'a> {
     }
 
     /// Per-group lock word held while one thread formats segments for the group, and the
-    /// count of claimers waiting for it.
+    /// blocks that claimers waiting for it want.
     #[inline(always)]
     fn format_lock(&self, g: usize) -> (&'a Atom32, &'a Atom32) {
         // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
@@ -395,8 +395,8 @@ impl<'a> Blocks<'a> {
                 crate::trace::add(self.segs.meta(), crate::trace::Event::FormatEntries, 1);
                 got = if locked { self.claim_from_tree(g, k) } else { None };
                 if got.is_none() {
-                    // Relaxed: a sizing hint.
-                    let want = 1 + waiters.load_relaxed().saturating_sub(waiting as u32);
+                    // Relaxed: a sizing hint (blocks wanted, ours included).
+                    let want = waiters.load_relaxed().max(k);
                     let segs = if locked {
                         want.div_ceil(bps * formatters(g)).clamp(1, MAX_FORMAT_BATCH)
                     } else {
@@ -434,10 +434,12 @@ impl<'a> Blocks<'a> {
                     break;
                 }
             }
-            if !waiting {
+            if locked && !waiting {
                 waiting = true;
-                // Relaxed: a sizing hint for the lock holder.
-                waiters.fetch_add_relaxed(1);
+                // Relaxed: a sizing hint for the formatters, in blocks (a formatter that
+                // entered reads it after its own second claim, by when the claimers that
+                // found the semaphore full have counted themselves).
+                waiters.fetch_add_relaxed(k);
             }
             crate::trace::add(self.segs.meta(), crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
@@ -446,28 +448,54 @@ impl<'a> Blocks<'a> {
         }
         if waiting {
             // Relaxed: as above.
-            waiters.fetch_add_relaxed(u32::MAX);
+            waiters.fetch_add_relaxed(k.wrapping_neg());
         }
         got
     }
 
     /// Takes `k` (1..=group_blocks_per_segment(g)) contiguous free blocks of group `g`, in one
-    /// segment (a group's tree never holds the ids between two segments' blocks), formatting a
-    /// fresh segment when its tree has no such run; returns the first. The blocks are parked;
-    /// the caller marks them.
+    /// segment, formatting a fresh segment when its tree has no such run; returns the first.
+    /// The blocks are parked; the caller marks them. As in `claim_block`, at most
+    /// `formatters(g)` threads format segments for the group at once: runs of 64 KiB blocks
+    /// serve every request of 128 KiB..1 MiB, and a burst of claimers that found no run would
+    /// otherwise format a segment each, binding the heap's free segments to this group.
     #[inline(never)]
     pub(crate) fn claim_block_run(&self, g: usize, k: u32) -> Option<u64> {
         if k == 1 {
             return self.claim_block(g);
         }
-        if let Some(gid) = self.block_tree(g).claim_run(k as u64) {
-            // AcqRel: as in claim_from_tree.
-            self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
-            return Some(gid);
+        let (lock, _) = self.format_lock(g);
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        loop {
+            if let Some(gid) = self.claim_run_in_tree(g, k) {
+                return Some(gid);
+            }
+            if Self::enter_format(lock, formatters(g)) {
+                let got = self.claim_run_in_tree(g, k).or_else(|| {
+                    let seg = self.segs.seg_tree().claim_from(0)? as u32;
+                    self.format_segment(seg, g, k);
+                    Some(gid_of(seg, 0))
+                });
+                // Release: our inserts happen-before the next formatter's entry.
+                lock.fetch_sub_acq_rel(1);
+                // None: the tree had no such run and the segment tree no free segment, both
+                // by exact searches.
+                return got;
+            }
+            if !wait.sleep() {
+                return None;
+            }
         }
-        let seg = self.segs.seg_tree().claim_from(0)? as u32;
-        self.format_segment(seg, g, k);
-        Some(gid_of(seg, 0))
+    }
+
+    /// A run of `k` free blocks of group `g` from its tree, counted out of their segment.
+    fn claim_run_in_tree(&self, g: usize, k: u32) -> Option<u64> {
+        // Within one segment's ids: group 0's blocks fill them all, so nothing else would keep
+        // a run from straddling two segments.
+        let gid = self.block_tree(g).claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
+        // AcqRel: as in claim_from_tree.
+        self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+        Some(gid)
     }
 
     /// Returns block `gid` of group `g` to its tree; the last block of a segment to come back
@@ -492,11 +520,14 @@ impl<'a> Blocks<'a> {
         // The blocks' metadata needs no reset: a slot that served before was parked when its
         // block went back to its tree (and every block of a reclaimed segment had), and a slot
         // never installed is all zeros, which no stale warp can name.
-        // Release: orders the metadata writes above before the entry; `free` reads the entry
-        // only for pointers handed out after the tree inserts below, which also publish it.
-        self.segs.seg_table(seg).store_release(SegFlags::FORMATTED.bits() | g as u32);
-        // Release: the kept block is out; ordered before the inserts so claimers count on.
-        self.segs.seg_out(seg).store_release(kept);
+        // Relaxed: published by the release inserts below (claimers of the other blocks
+        // acquire them), and for the kept blocks by the caller's release that hands them out
+        // (the slot install, or the whole block's kind); `free` reads the entry only for
+        // pointers handed out after one of those.
+        self.segs.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
+        // Relaxed: the kept blocks are out; the release inserts below order it before any
+        // claimer's count of another block (and a reclaimer's CAS acquires them).
+        self.segs.seg_out(seg).store_relaxed(kept);
         if bps > kept {
             self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
@@ -514,6 +545,7 @@ impl<'a> Blocks<'a> {
             if out.cas_acq_rel(0, RECLAIMING).is_err() {
                 return;
             }
+            crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
             if self.block_tree(g).remove_range_exact(base, bps) {
                 // We own every block of the segment now.
                 // Release: the entry is cleared before the segment becomes claimable.

@@ -5,7 +5,7 @@ extern crate std;
 use std::alloc::{alloc, dealloc, Layout};
 use std::vec::Vec;
 
-use crate::block::{slice_bytes, slice_class, MAX_SLICE_BYTES};
+use crate::block::{slice_bytes, slice_class};
 use crate::heap::{DeviceHeap, HeapLayout};
 
 /// Alignment of the host segment memory (the device gets 2 MiB-aligned allocations; any
@@ -34,7 +34,12 @@ impl CpuHeap {
 
     /// As `new`; `checks` asks for the hand-out bitmap (used only if `crate::CHECKS`).
     pub fn with_checks(num_segments: u32, shards: u32, checks: bool) -> Self {
-        let layout = HeapLayout::new(num_segments, shards, checks);
+        Self::with_layout(HeapLayout::new(num_segments, shards, checks))
+    }
+
+    /// A heap of the given layout (e.g. `HeapLayout::with_pin_shift` of another policy).
+    pub fn with_layout(layout: HeapLayout) -> Self {
+        let num_segments = layout.num_segments;
         let bytes = (num_segments as usize) << crate::SEGMENT_SHIFT;
         let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
         // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).
@@ -73,7 +78,7 @@ impl CpuHeap {
                     continue;
                 }
                 let size = sizes[lane];
-                if size == 0 || size > MAX_SLICE_BYTES {
+                if size == 0 || crate::heap::takes_unit_run(size) {
                     out[lane] = self.heap.malloc(size);
                     done[lane] = true;
                     continue;
@@ -83,7 +88,10 @@ impl CpuHeap {
                     .iter()
                     .copied()
                     .filter(|&l| {
-                        !done[l] && sizes[l] != 0 && sizes[l] <= MAX_SLICE_BYTES && slice_class(sizes[l]) == c
+                        !done[l]
+                            && sizes[l] != 0
+                            && !crate::heap::takes_unit_run(sizes[l])
+                            && slice_class(sizes[l]) == c
                     })
                     .collect();
                 let taken = self.heap.take_group(c, group.len() as u32);

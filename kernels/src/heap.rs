@@ -17,7 +17,7 @@ use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
-pub use crate::layout::{counter, HeapLayout, HEADER_BYTES};
+pub use crate::layout::{counter, row_shard_log2, HeapLayout, HEADER_BYTES, PIN_SHIFT, ROW_TABLE};
 
 /// Current-block slots per class: one per multiprocessor on the GPUs we target (an H100 has
 /// 132), so warps on different SMs bump different counters.
@@ -60,6 +60,32 @@ pub const CTA_RUNS: usize = 2;
 /// `DeviceHeap::take_group`): two doublings, so at most 5x the size asked, and only when the
 /// alternative is null.
 pub const FALLBACK_CLASSES: usize = 8;
+/// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
+/// `UNIT_RUN_GROUP` (at most 25% over the size) instead of a slice: the classes above it
+/// have 4-6 slices per block, and a block comes back only when all of them are free, so under
+/// churn about half of their blocks' bytes were dead (issue 9).
+pub const UNIT_RUN_MIN: u64 = 256 << 10;
+/// The group whose blocks (64 KiB, the smallest) serve `malloc` of `UNIT_RUN_MIN..` bytes.
+pub const UNIT_RUN_GROUP: usize = 0;
+/// Blocks of `UNIT_RUN_GROUP` in a run for `size` bytes.
+#[inline(always)]
+pub const fn unit_run_len(size: u64) -> u32 {
+    size.div_ceil(group_block_bytes(UNIT_RUN_GROUP)) as u32
+}
+/// Requests above this whose class's slice is a whole number of 64 KiB blocks (128, 192 and
+/// 256 KiB: 8, 5 and 4 slices per 1 MiB block) take runs too: the same bytes as their slice.
+pub const UNIT_RUN_EXACT_MIN: u64 = 96 << 10;
+
+/// Whether `malloc` serves `size` (at most `MAX_SLICE_BYTES`) with a run of whole 64 KiB
+/// blocks rather than a slice: above `UNIT_RUN_MIN`, or above `UNIT_RUN_EXACT_MIN` where the
+/// run is no larger than the slice. Either way at most the class's rounding.
+#[inline(always)]
+pub const fn takes_unit_run(size: u64) -> bool {
+    size > UNIT_RUN_MIN
+        || (size > UNIT_RUN_EXACT_MIN
+            && unit_run_len(size) as u64 * group_block_bytes(UNIT_RUN_GROUP) <= slice_bytes(class_of(size)))
+}
+
 /// Bits of the slice count in the word a group leader shares (the class served is above).
 const GOT_BITS: u32 = 16;
 const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
@@ -154,10 +180,10 @@ impl DeviceHeap {
 
     /// Called by a request that found no memory, before it returns null: waits until a
     /// reclaim sweep has run from start to end after this call began, running it itself if
-    /// none is under way. A sweep is `trim`: every current slot of every class and shard is
-    /// retired (what its block did not hand out goes back, so blocks with no live slice return
-    /// to their trees), and every formatted segment with no block out goes back to the segment
-    /// tree. Failing requests share sweeps. False if no sweep completed within
+    /// none is under way. A sweep is `trim_idle`: every current block with no live slice is
+    /// retired (what it did not hand out goes back, so it returns to its tree; blocks with
+    /// live slices stay current, see `retire_if_idle`), and every formatted segment with no
+    /// block out goes back to the segment tree. Failing requests share sweeps. False if no sweep completed within
     /// `SWEEP_WAIT_NS` (the request returns null then too).
     #[inline(never)]
     pub(crate) fn reclaim_before_null(&self) -> bool {
@@ -176,7 +202,7 @@ impl DeviceHeap {
             }
             // AcqRel: one sweeper at a time; acquires the previous sweep's end.
             if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
-                self.slots().trim();
+                self.slots().trim_idle();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
                 word.store_release(v + 2);
@@ -215,8 +241,10 @@ impl DeviceHeap {
     pub fn malloc(&self, size: u64) -> *mut u8 {
         if size == 0 {
             core::ptr::null_mut()
-        } else if size <= MAX_SLICE_BYTES {
+        } else if size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)) {
             self.malloc_slice(slice_class(size))
+        } else if size <= MAX_SLICE_BYTES {
+            self.malloc_whole(UNIT_RUN_GROUP, unit_run_len(size))
         } else if size <= SEGMENT_BYTES {
             self.malloc_whole(RUN_GROUP, block_run_len(size))
         } else {

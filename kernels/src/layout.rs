@@ -3,7 +3,10 @@
 //! module: every layer (`segment`, `block`, `slice`, `check`) and the heap read their parts'
 //! offsets from it, and it names none of them.
 
-use crate::class::{MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES};
+use crate::class::{
+    group_block_bytes, group_of, MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS,
+    PACKED_CLASSES,
+};
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -74,6 +77,51 @@ pub struct HeapLayout {
     /// Per current slot: when its block was installed, and its batch size (see
     /// `Slots::install_next`).
     pub pace_off: u64,
+    /// Per slot row (see `SLOT_ROWS`): log2 of the current slots the row uses, at most
+    /// `shards` (see `row_shard_log2`). Multiprocessor `sm` takes slices of row `r` from slot
+    /// `sm & ((1 << row_shard_log2[r]) - 1)`.
+    pub row_shard_log2: [u8; ROW_TABLE],
+}
+
+/// Entries of `HeapLayout::row_shard_log2` (at least `SLOT_ROWS`; a multiple of 8).
+pub const ROW_TABLE: usize = 64;
+const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
+
+/// The current blocks of every row together pin at most the heap's capacity `>> PIN_SHIFT`
+/// (each row an equal share of it): so that a multiprocessor's current block of every class
+/// cannot fill the heap with blocks that hand out a few slices each (issue 9, churn). Rows
+/// whose blocks are small keep one slot per multiprocessor.
+pub const PIN_SHIFT: u32 = 3;
+
+/// The class whose blocks slot row `row` holds (a class, or a packed row's class).
+const fn row_class(row: usize) -> usize {
+    if row >= NUM_CLASSES {
+        PACKED_CLASSES[row - NUM_CLASSES]
+    } else {
+        row
+    }
+}
+
+/// log2 of the slots row `row` uses in a heap of `num_segments` segments with `shards` slots
+/// per row, when all rows' current blocks may pin capacity `>> pin_shift`: as many of the
+/// row's blocks as fit in its share (one of `ROW_TABLE`), rounded down to a power of two, at
+/// least one slot and at most `shards`.
+pub const fn row_shard_log2(num_segments: u32, shards: u32, row: usize, pin_shift: u32) -> u32 {
+    let capacity = (num_segments as u64) << SEGMENT_SHIFT;
+    let share = (capacity >> pin_shift) / ROW_TABLE as u64;
+    let block = group_block_bytes(group_of(row_class(row)));
+    let fit = share / block;
+    let max = shards.trailing_zeros();
+    if fit <= 1 {
+        0
+    } else {
+        let l = 63 - fit.leading_zeros();
+        if l > max {
+            max
+        } else {
+            l
+        }
+    }
 }
 
 impl HeapLayout {
@@ -137,7 +185,31 @@ impl HeapLayout {
             meta_bytes: off,
             reserve_off,
             pace_off,
+            row_shard_log2: [0; ROW_TABLE],
         }
+        .with_pin_shift(PIN_SHIFT)
+    }
+
+    /// This layout with the rows' slot counts chosen for current blocks that pin at most
+    /// capacity `>> pin_shift` (see `row_shard_log2`); `pin_shift >= 64` gives every row all
+    /// `shards` slots (the layout before rows shared slots).
+    pub const fn with_pin_shift(mut self, pin_shift: u32) -> Self {
+        let mut row = 0;
+        while row < SLOT_ROWS {
+            self.row_shard_log2[row] = if pin_shift >= 64 {
+                self.shards.trailing_zeros() as u8
+            } else {
+                row_shard_log2(self.num_segments, self.shards, row, pin_shift) as u8
+            };
+            row += 1;
+        }
+        self
+    }
+
+    /// Slots row `row` uses (a power of two, at most `shards`).
+    #[inline(always)]
+    pub const fn row_shards(&self, row: usize) -> u32 {
+        1 << self.row_shard_log2[row]
     }
 
     /// Segments in a heap of `bytes` (rounded down; at least one).

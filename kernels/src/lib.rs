@@ -39,6 +39,8 @@ pub mod validate;
 
 #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
 pub mod cpu;
+#[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
+pub mod diag;
 
 #[cfg(all(target_arch = "nvptx64", feature = "kernels"))]
 pub mod entry;

@@ -8,9 +8,8 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
-    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
-    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_of, slice_bytes, slices_per_block, slot_install, slot_moved_on,
+    slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
@@ -35,16 +34,15 @@ const TRIM_BATCH: u32 = 8;
 /// at 2 KiB, 2^20 threads: 1.16x against 1.33x).
 pub const MAX_BATCH_BLOCKS: u32 = 4;
 /// A batch holds at most this many slices: classes with 4096 slices per block (up to 256-byte
-/// slices) claim one block at a time, as their blocks last long enough.
-pub const BATCH_SLICES: u32 = 4096;
+/// slices) claim two blocks at most, larger ones up to `MAX_BATCH_BLOCKS`.
+pub const BATCH_SLICES: u32 = 8192;
 /// A batch holds at most this many bytes, so that what reserves hold stays small.
 pub const BATCH_BYTES: u64 = 8 << 20;
 /// A block whose slices ran out sooner than this after its install doubles its slot's next
 /// batch (up to `max_batch`); a slower one sets it back to one block, so that slots whose
 /// blocks last (most classes of a mixed workload) never hold blocks ahead.
 pub const FAST_BLOCK_NS: u64 = 100_000;
-/// Bits of a reserve's block mask: reserves hold blocks of groups with at most this many
-/// blocks per segment.
+/// Bits of a reserve's block mask (the blocks `base .. base + 32` of one segment).
 const RESERVE_MASK_BITS: u32 = 32;
 /// Bits of a pace word that hold the slot's batch size (the rest: the install time).
 const PACE_BATCH_MASK: u64 = 0xff;
@@ -53,9 +51,6 @@ const PACE_BATCH_MASK: u64 = 0xff;
 #[inline(always)]
 pub const fn max_batch(c: usize) -> u32 {
     let g = group_of(c);
-    if group_blocks_per_segment(g) > RESERVE_MASK_BITS {
-        return 1;
-    }
     let by_slices = BATCH_SLICES / slices_per_block(c);
     let by_bytes = (BATCH_BYTES / group_block_bytes(g)) as u32;
     let k = if by_slices < by_bytes { by_slices } else { by_bytes };
@@ -68,22 +63,32 @@ pub const fn max_batch(c: usize) -> u32 {
     }
 }
 
-/// A reserve word: `(seg + 1) << 32 | mask`, bit `i` of `mask` being block `i` of segment
-/// `seg` (claimed, parked, not installed); 0 means none.
+/// Bit where a reserve word's segment starts (below it: the base's 32-block unit and the mask).
+const RESERVE_SEG_SHIFT: u32 = 35;
+
+/// A reserve word: `(seg + 1) << 35 | (base / 32) << 32 | mask`, bit `i` of `mask` being block
+/// `base + i` of segment `seg` (claimed, parked, not installed; `base` a multiple of 32);
+/// 0 means none.
 #[inline(always)]
-pub const fn reserve_value(seg: u32, mask: u32) -> u64 {
-    ((seg as u64 + 1) << 32) | mask as u64
+pub const fn reserve_value(seg: u32, base: u32, mask: u32) -> u64 {
+    ((seg as u64 + 1) << RESERVE_SEG_SHIFT) | ((base / RESERVE_MASK_BITS) as u64) << 32 | mask as u64
 }
 
-/// Segment and block mask of a reserve word (`None`: empty).
+/// Segment, base block and block mask of a reserve word (`None`: empty).
 #[inline(always)]
-pub const fn reserve_parts(w: u64) -> Option<(u32, u32)> {
-    if w >> 32 == 0 || w as u32 == 0 {
+pub const fn reserve_parts(w: u64) -> Option<(u32, u32, u32)> {
+    if w >> RESERVE_SEG_SHIFT == 0 || w as u32 == 0 {
         None
     } else {
-        Some(((w >> 32) as u32 - 1, w as u32))
+        Some((
+            (w >> RESERVE_SEG_SHIFT) as u32 - 1,
+            ((w >> 32) as u32 & ((1 << (RESERVE_SEG_SHIFT - 32)) - 1)) * RESERVE_MASK_BITS,
+            w as u32,
+        ))
     }
 }
+
+const _: () = assert!(crate::class::MAX_BLOCKS_PER_SEGMENT <= RESERVE_MASK_BITS << (RESERVE_SEG_SHIFT - 32));
 
 /// Class and block kind of the blocks in slot row `row`.
 #[inline(always)]
@@ -149,6 +154,21 @@ impl<'a> Slots<'a> {
         }
     }
 
+    /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
+    /// slots between multiprocessors (see `HeapLayout::row_shard_log2`).
+    #[inline(always)]
+    pub(crate) fn home_shard(&self, row: usize) -> u32 {
+        arch::smid() & (self.layout().row_shards(row) - 1)
+    }
+
+    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
+    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
+    /// heap is out of memory.
+    #[inline]
+    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+        self.take_in_row(c, n)
+    }
+
     /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
     /// cleared) and its batch size (the low byte).
     #[inline(always)]
@@ -167,7 +187,7 @@ impl<'a> Slots<'a> {
     /// its class's slice size, in blocks marked `KIND_PACKED`).
     #[inline]
     pub fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
-        let shard = arch::smid() & (self.layout().shards - 1);
+        let shard = self.home_shard(row);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
@@ -258,27 +278,67 @@ impl<'a> Slots<'a> {
     }
 
     /// Installs a fresh block in slot `shard` of row `row` (this taker exhausted its block or
-    /// was elected on an empty slot). False when no block could be had: the slot is left empty.
+    /// was elected on an empty slot): the first of the slot's reserve, else the first of a
+    /// batch claimed from the group's tree, whose rest becomes the reserve once the block is
+    /// in (the slot's waiters wait for the install only). False when no block could be had:
+    /// the slot is left empty.
     #[inline(never)]
     fn install_next(&self, row: usize, shard: u32) -> bool {
         let (c, kind) = row_class_kind(row);
+        let g = group_of(c);
         let slot = self.current(row, shard);
+        let reserve = self.reserve(row, shard);
         let t0 = trace::now();
-        let next = self.next_block(row, shard);
+        // Relaxed: only this slot's installers write it, one at a time but for a trim race,
+        // where a stale pace only sizes one batch. Loaded alongside the swap below.
+        let pace = self.pace(row, shard).load_relaxed();
+        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
+        // trim); acquires its blocks' parked state from whoever stored it. A swap rather than
+        // a load first: one round trip either way, and the reserve is usually empty.
+        let reserved = reserve_parts(reserve.swap_acq_rel(0));
+        // The batch doubles while the slot's blocks run out within FAST_BLOCK_NS of their
+        // install, and falls back to one block when one lasts longer.
+        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
+        let last = (pace & PACE_BATCH_MASK) as u32;
+        // The block to install, the reserve's rest (segment, mask), and the batch size.
+        let (gid, rest, batch) = match reserved {
+            Some((seg, base, mask)) => (
+                gid_of(seg, base + mask.trailing_zeros()),
+                (seg, base, mask & (mask - 1)),
+                if fast { last } else { 1 },
+            ),
+            None => {
+                let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
+                let Some(b) = self.blocks.claim_blocks(g, k) else {
+                    if trace::ON {
+                        trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
+                    }
+                    self.retire_slot(row, shard);
+                    return false;
+                };
+                let r = b.rest();
+                // The rest lies in one leaf word (64 blocks from r.base); a reserve holds 32 of
+                // them: the lower half if it has any, and what the other half took goes back.
+                let (lo, hi) = (r.mask as u32, (r.mask >> RESERVE_MASK_BITS) as u32);
+                if lo != 0 && hi != 0 {
+                    self.release_reserved(g, r.seg, r.base + RESERVE_MASK_BITS, hi);
+                }
+                let rest =
+                    if lo != 0 { (r.seg, r.base, lo) } else { (r.seg, r.base + RESERVE_MASK_BITS, hi) };
+                (b.first(), rest, k)
+            }
+        };
         if trace::ON {
             trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
         }
-        let Some((gid, batch)) = next else {
-            self.retire_slot(row, shard);
-            return false;
-        };
         let (seg, local) = split_gid(gid);
         self.blocks.block_meta(seg, local).install(kind, c);
         // A trim may have emptied the slot meanwhile and another taker installed a block:
         // what that block has not handed out goes back.
         let replaced = slot_install(slot, gid);
-        // Relaxed: only this slot's installers write it, one at a time but for a trim race,
-        // where a stale pace only sizes one batch.
+        // The slot's waiters are served: the rest of the batch and the pace after them.
+        self.keep_reserved(g, reserve, rest.0, rest.1, rest.2);
+        // Relaxed: see the load above.
         self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
         if trace::ON {
             trace::install(self.meta(), trace::now() - t0);
@@ -289,66 +349,27 @@ impl<'a> Slots<'a> {
         true
     }
 
-    /// The block slot `shard` of row `row` installs next, and the slot's batch size: from the
-    /// slot's reserve, else the first of a batch claimed from the group's tree (whose other
-    /// blocks become the reserve). The batch doubles while the slot's blocks run out within
-    /// `FAST_BLOCK_NS` of their install, and falls back to one block when one lasts longer.
+    /// Puts blocks `base + i` (bit `i` of `mask`) of segment `seg` (of group `g`, claimed and
+    /// parked) in `reserve`; whatever it displaces (a racing installer's, after a trim) goes
+    /// back to the tree.
     #[inline(always)]
-    fn next_block(&self, row: usize, shard: u32) -> Option<(u64, u32)> {
-        let c = row_class_kind(row).0;
-        let g = group_of(c);
-        let reserve = self.reserve(row, shard);
-        // Relaxed: see install_next.
-        let pace = self.pace(row, shard).load_relaxed();
-        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
-        let last = (pace & PACE_BATCH_MASK) as u32;
-        if let Some(gid) = self.take_reserved(g, reserve) {
-            return Some((gid, if fast { last } else { 1 }));
-        }
-        let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
-        let batch = self.blocks.claim_blocks(g, k)?;
-        let rest = batch.rest();
-        if rest.mask != 0 {
-            // Blocks of a group with at most RESERVE_MASK_BITS per segment (max_batch), so
-            // the mask's base is 0 and it fits.
-            self.keep_reserved(g, reserve, rest.seg, (rest.mask << rest.base) as u32);
-        }
-        Some((batch.first(), k))
-    }
-
-    /// Takes the first block of `reserve` (of group `g`), leaving the rest there.
-    #[inline(always)]
-    fn take_reserved(&self, g: usize, reserve: &Atom64) -> Option<u64> {
-        // Relaxed: skips the swap on an empty reserve (most installs); the swap decides.
-        if reserve.load_relaxed() == 0 {
-            return None;
-        }
-        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
-        // trim); acquires its blocks' parked state from whoever stored it.
-        let (seg, mask) = reserve_parts(reserve.swap_acq_rel(0))?;
-        self.keep_reserved(g, reserve, seg, mask & (mask - 1));
-        Some(gid_of(seg, mask.trailing_zeros()))
-    }
-
-    /// Puts blocks `mask` of segment `seg` (of group `g`, claimed and parked) in `reserve`;
-    /// whatever it displaces (a racing installer's, after a trim) goes back to the tree.
-    #[inline(always)]
-    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, mask: u32) {
+    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, base: u32, mask: u32) {
         if mask == 0 {
             return;
         }
         // AcqRel: publishes the parked blocks to the next taker; acquires what it displaces.
-        if let Some((s, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, mask))) {
-            self.release_reserved(g, s, m);
+        if let Some((s, b, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, base, mask))) {
+            self.release_reserved(g, s, b, m);
         }
     }
 
-    /// Returns reserved blocks `mask` of segment `seg` (group `g`) to the tree.
+    /// Returns reserved blocks `base + i` (bit `i` of `mask`) of segment `seg` (group `g`) to
+    /// the tree.
     #[inline(never)]
-    fn release_reserved(&self, g: usize, seg: u32, mut mask: u32) {
+    fn release_reserved(&self, g: usize, seg: u32, base: u32, mut mask: u32) {
         while mask != 0 {
             // Parked since their claim: straight back to the tree.
-            self.blocks.release_block(g, gid_of(seg, mask.trailing_zeros()));
+            self.blocks.release_block(g, gid_of(seg, base + mask.trailing_zeros()));
             mask &= mask - 1;
         }
     }
@@ -370,13 +391,17 @@ impl<'a> Slots<'a> {
         if let Some((gid, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
             self.give_back_rest(c, gid, handed);
         }
-        let reserve = self.reserve(row, shard);
         // Relaxed: skips the swap on an empty reserve; the swap decides.
-        if reserve.load_relaxed() != 0 {
-            // AcqRel: as in take_reserved.
-            if let Some((seg, mask)) = reserve_parts(reserve.swap_acq_rel(0)) {
-                self.release_reserved(group_of(c), seg, mask);
-            }
+        if self.reserve(row, shard).load_relaxed() != 0 {
+            self.release_reserve(row, shard);
+        }
+    }
+
+    /// Empties the reserve of slot `shard` of row `row`: its blocks go back to their tree.
+    fn release_reserve(&self, row: usize, shard: u32) {
+        // AcqRel: as in install_next's swap.
+        if let Some((seg, base, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
+            self.release_reserved(group_of(row_class_kind(row).0), seg, base, mask);
         }
     }
 
@@ -395,8 +420,13 @@ impl<'a> Slots<'a> {
         // Acquire: the block is out of its tree, so the entry cannot change under us.
         let entry = self.blocks.segments().seg_table(seg).load_acquire();
         if let SegKind::Group(g) = seg_kind(entry) {
+            let t0 = trace::now();
             self.blocks.block_meta(seg, local).park();
             self.blocks.release_block(g, gid_of(seg, local));
+            if trace::ON {
+                trace::add(self.meta(), Event::Recycles, 1);
+                trace::add(self.meta(), Event::RecycleNs, trace::now() - t0);
+            }
         }
     }
 
@@ -406,6 +436,68 @@ impl<'a> Slots<'a> {
     /// the end of a phase, before stats or validation.
     pub fn trim_slot(&self, row: usize, shard: u32) {
         self.retire_slot(row, shard);
+    }
+
+    /// Retires current slot `slot` of row `row` only if its block has no live slice (every
+    /// slice it handed out came back), so that the block returns to its tree. A block with
+    /// live slices stays current: retiring it would not return it, and its class would claim
+    /// a fresh block for its next request (in the churn of issue 9 every reclaim sweep did
+    /// that for every class and shard, and the nulls cascaded).
+    fn retire_if_idle(&self, row: usize, slot: &Atom64) {
+        let c = row_class_kind(row).0;
+        let per_block = slices_per_block(c);
+        // Relaxed: a hint; the CAS below decides.
+        let w = slot.load_relaxed();
+        let (Some(gid), handed) = slot_parts(w) else { return };
+        if handed >= per_block {
+            // Exhausted: its taker installs the next block.
+            return;
+        }
+        let (seg, local) = split_gid(gid);
+        // Relaxed: a hint (frees of the slices handed out so far raise it up to `handed`); a
+        // stale or recycled read can only make us retire a block with live slices, which
+        // `give_back_rest` handles as `retire_slot` does.
+        if self.blocks.block_meta(seg, local).freed.load_relaxed() != handed {
+            return;
+        }
+        // AcqRel: as slot_retire's swap; fails if a take came in between.
+        if slot.cas_acq_rel(w, 0).is_ok() {
+            self.give_back_rest(c, gid, handed);
+        }
+    }
+
+    /// The reclaim sweep's form of `trim` (see `DeviceHeap::reclaim_before_null`): retires
+    /// the current blocks that have no live slice (see `retire_if_idle`), then returns wholly
+    /// free segments to the segment tree.
+    pub fn trim_idle(&self) {
+        let shards = self.layout().shards;
+        for row in 0..SLOT_ROWS {
+            let mut sh = 0;
+            while sh < shards {
+                // As in `trim`: a batch of slot words in flight together.
+                let n = TRIM_BATCH.min(shards - sh);
+                let mut busy = 0u32;
+                for k in 0..n {
+                    // Relaxed: a hint that skips empty slots (most of them).
+                    if self.current(row, sh + k).load_relaxed() != 0 {
+                        busy |= 1 << k;
+                    }
+                    // Relaxed: as above; reserved blocks are untouched, so they always go
+                    // back (null means full: no reserve outlives a sweep).
+                    if self.reserve(row, sh + k).load_relaxed() != 0 {
+                        self.release_reserve(row, sh + k);
+                    }
+                }
+                while busy != 0 {
+                    self.retire_if_idle(row, self.current(row, sh + busy.trailing_zeros()));
+                    busy &= busy - 1;
+                }
+                sh += n;
+            }
+        }
+        for seg in 0..self.layout().num_segments {
+            self.blocks.trim_segment(seg);
+        }
     }
 
     /// Retires every current block (see `trim_slot`), then returns wholly free segments to
@@ -436,6 +528,23 @@ impl<'a> Slots<'a> {
         }
         for seg in 0..self.layout().num_segments {
             self.blocks.trim_segment(seg);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserve_words_round_trip() {
+        assert_eq!(reserve_parts(0), None);
+        for seg in [0, 1, 511, (1 << 24) - 1] {
+            for base in (0..crate::class::MAX_BLOCKS_PER_SEGMENT).step_by(RESERVE_MASK_BITS as usize) {
+                for mask in [1, 0x8000_0001, u32::MAX] {
+                    assert_eq!(reserve_parts(reserve_value(seg, base, mask)), Some((seg, base, mask)));
+                }
+            }
         }
     }
 }

@@ -41,10 +41,16 @@ pub enum Event {
     TreeMisses,
     /// Nanoseconds formatting segments (claim of the segment included), summed.
     FormatNs,
+    /// Blocks recycled by the free that completed them, and nanoseconds doing it (the
+    /// segment's reclaim included), summed.
+    Recycles,
+    RecycleNs,
+    /// Segment reclaims tried (after the last block of a segment came back).
+    Reclaims,
 }
 
 /// Number of events.
-pub const EVENTS: usize = Event::FormatNs as usize + 1;
+pub const EVENTS: usize = Event::Reclaims as usize + 1;
 /// Names of the events, for printing.
 pub const NAMES: [&str; EVENTS] = [
     "installs",
@@ -65,6 +71,9 @@ pub const NAMES: [&str; EVENTS] = [
     "tree_ns",
     "tree_misses",
     "format_ns",
+    "recycles",
+    "recycle_ns",
+    "reclaims",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
 pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;

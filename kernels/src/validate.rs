@@ -232,7 +232,8 @@ impl DeviceHeap {
             (0..self.layout().shards).any(|sh| {
                 // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                 matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
-                    Some((s, mask)) if s == seg && local < u32::BITS && mask & (1 << local) != 0)
+                    Some((s, base, mask)) if s == seg && (base..base + u32::BITS).contains(&local)
+                        && mask & (1 << (local - base)) != 0)
             })
         })
     }

@@ -26,6 +26,8 @@ pub const MAX_LEVELS: usize = 6;
 /// on to the next word: each loss means some bit of the word was taken, so this bounds the
 /// work per word without ever giving up on the words after it.
 pub const WORD_CLAIM_TRIES: u32 = WORD_BITS as u32;
+/// Leaf words `insert_range` updates before it looks at their old values (their RMWs overlap).
+pub const INSERT_BATCH_WORDS: usize = 4;
 /// Lost races for a run at one start index before a run claim moves past that start.
 pub const RUN_CLAIM_TRIES: u32 = 8;
 /// Words after the levels: the clear-window counters (started, ended).
@@ -190,6 +192,17 @@ impl<'a> Veb<'a> {
             }
             level += 1;
             idx = w;
+        }
+    }
+
+    /// Sets `mask` (bits for child words that became non-empty) in summary word `w` of
+    /// `level`, and above it if that word was empty: `set_up` for several children at once.
+    #[inline(never)]
+    fn set_summary_bits(&self, level: u32, w: u64, mask: u64) {
+        // AcqRel: as in set_up (pairs with the remover's clear-then-recheck in clear_up).
+        let old = self.word(level, w).fetch_or_acq_rel(mask);
+        if old == 0 {
+            self.set_up(level + 1, w);
         }
     }
 
@@ -358,6 +371,21 @@ impl<'a> Veb<'a> {
         let l = &self.layout;
         let mut level = 0u32;
         let mut pos = x;
+        if x == 0 && l.levels > 1 {
+            // The lowest-first search of every claim: the first leaf word and the top summary
+            // are loaded together, so that an empty tree costs one load latency, not one per
+            // level. Relaxed: hints, as below.
+            let first = self.word(0, 0).load_relaxed();
+            let top = self.word(l.levels - 1, 0).load_relaxed();
+            if first != 0 {
+                return Some(first.trailing_zeros() as u64);
+            }
+            if top == 0 {
+                return None;
+            }
+            // Word 0 of the leaves is empty: go on from its parent, as the walk would.
+            (level, pos) = (1, 1);
+        }
         loop {
             if pos >= l.bits(level) {
                 return None;
@@ -452,12 +480,46 @@ impl<'a> Veb<'a> {
     /// Marks `[start, start + k)` free.
     #[inline(never)]
     pub fn insert_range(&self, start: u64, k: u64) {
+        if k == 0 {
+            return;
+        }
         let end = start + k;
         debug_assert!(end <= self.layout.universe);
+        // Release (fence): publishes what the inserter wrote about the items to whoever claims
+        // them; each relaxed RMW below after it forms a release pattern (PTX ISA, memory
+        // consistency model; fence-to-atomic synchronisation on the host). One fence for all
+        // the words instead of an acq_rel RMW each, so that their RMWs overlap (a segment's
+        // format inserts up to four words).
+        crate::arch::fence_acq_rel_gpu();
+        let last = (end - 1) / WORD_BITS;
         let mut w = start / WORD_BITS;
-        while w * WORD_BITS < end {
-            self.set_bits(0, w, range_mask(w, start, end));
-            w += 1;
+        while w <= last {
+            let mut olds = [!0u64; INSERT_BATCH_WORDS];
+            for (i, old) in olds.iter_mut().enumerate() {
+                let wi = w + i as u64;
+                if wi <= last {
+                    // Relaxed: ordered by the fence above (release); nothing to acquire.
+                    *old = self.word(0, wi).fetch_or_relaxed(range_mask(wi, start, end));
+                }
+            }
+            if self.layout.levels > 1 {
+                // The words that were empty get their summary bits (as in set_bits), with one
+                // RMW per summary word (the batch's words fall in at most two).
+                let first = w / WORD_BITS;
+                let mut masks = [0u64; 2];
+                for (i, &old) in olds.iter().enumerate() {
+                    let child = w + i as u64;
+                    if old == 0 {
+                        masks[(child / WORD_BITS - first) as usize] |= 1 << (child % WORD_BITS);
+                    }
+                }
+                for (j, &mask) in masks.iter().enumerate() {
+                    if mask != 0 {
+                        self.set_summary_bits(1, first + j as u64, mask);
+                    }
+                }
+            }
+            w += INSERT_BATCH_WORDS as u64;
         }
     }
 
@@ -521,15 +583,31 @@ impl<'a> Veb<'a> {
         if k == 1 {
             return self.claim_from(0);
         }
-        self.search_exactly(|exact| self.run_pass(k, exact))
+        self.search_exactly(|exact| self.run_pass(k, exact, u64::MAX))
     }
 
-    /// One pass of `claim_run`. Bounded: the start only moves up, and stays at one index for
-    /// at most `RUN_CLAIM_TRIES` lost races.
-    fn run_pass(&self, k: u64, exact: bool) -> Option<u64> {
+    /// As `claim_run`, for a run that does not cross a multiple of `window` (a power of two,
+    /// at least `k`): a run of blocks in one segment, for a group whose blocks fill all
+    /// `MAX_BLOCKS_PER_SEGMENT` ids of a segment (so that nothing else keeps runs apart).
+    #[inline(never)]
+    pub fn claim_run_within(&self, k: u64, window: u64) -> Option<u64> {
+        if k == 0 || k > self.layout.universe || k > window {
+            return None;
+        }
+        self.search_exactly(|exact| self.run_pass(k, exact, window))
+    }
+
+    /// One pass of `claim_run` (of runs within windows of `window` ids). Bounded: the start
+    /// only moves up, and stays at one index for at most `RUN_CLAIM_TRIES` lost races.
+    fn run_pass(&self, k: u64, exact: bool, window: u64) -> Option<u64> {
         let (mut from, mut lost) = (0, 0);
         loop {
             let s = self.next_free(from, exact)?;
+            if s / window != (s + k - 1) / window {
+                // The run would cross a window: look from the next one.
+                (from, lost) = ((s / window + 1) * window, 0);
+                continue;
+            }
             let e = self.run_end(s, k);
             if e - s < k {
                 from = e + 1;

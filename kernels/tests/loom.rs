@@ -430,6 +430,8 @@ mod real {
     const PREEMPTIONS_LARGE: usize = 1;
     /// Branches an execution may take (the real paths are long).
     const MAX_BRANCHES: usize = 20_000;
+    /// A pin shift that gives every row all its slots (`HeapLayout::with_pin_shift`).
+    const NO_PIN_LIMIT: u32 = 64;
     /// What an owner writes in its memory.
     const WRITTEN: u64 = 1;
 
@@ -457,7 +459,16 @@ mod real {
 
     impl Model {
         fn new(segments: u32, addrs: Vec<u64>) -> Arc<Self> {
-            let layout = HeapLayout::new(segments, SHARDS, false);
+            Self::with_layout(HeapLayout::new(segments, SHARDS, false), addrs)
+        }
+
+        /// As `new`, with every row's slots in use (a heap this small gives each row one
+        /// slot otherwise, see `HeapLayout::row_shards`).
+        fn with_all_shards(segments: u32, addrs: Vec<u64>) -> Arc<Self> {
+            Self::with_layout(HeapLayout::new(segments, SHARDS, false).with_pin_shift(NO_PIN_LIMIT), addrs)
+        }
+
+        fn with_layout(layout: HeapLayout, addrs: Vec<u64>) -> Arc<Self> {
             let meta = LoomMeta::new(&layout.header_words(), layout.meta_bytes);
             let heap = DeviceHeap { mem: MEM, meta: meta.addr() };
             for i in 0..layout.init_words() {
@@ -639,7 +650,7 @@ mod real {
             let last = bps - 1;
             let mut addrs = slices(c, last..bps, 2);
             addrs.push(MEM + (per_block as u64 - 1) * slice_bytes(c));
-            let m = Model::new(1, addrs);
+            let m = Model::with_all_shards(1, addrs);
             set_host_thread_index(0);
             // Block 0 current on multiprocessor 0 with one slice left, blocks 1..bps-1 out
             // as one run: only the segment's last block is free.

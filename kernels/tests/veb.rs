@@ -27,6 +27,19 @@ fn layout_levels() {
 }
 
 #[test]
+fn runs_within_a_window_do_not_cross_it() {
+    let (w, l) = storage(1024);
+    let t = Veb::new(&w, l);
+    t.insert_range(253, 8); // 253..=260, across 256
+    assert_eq!(t.claim_run_within(5, 256), Some(256));
+    assert_eq!(t.claim_run_within(4, 256), None);
+    assert_eq!(t.claim_run_within(3, 256), Some(253));
+    assert_eq!(t.claim_run_within(300, 256), None);
+    t.insert_range(253, 8);
+    assert_eq!(t.claim_run(5), Some(253), "claim_run itself may cross");
+}
+
+#[test]
 fn successor_and_claims() {
     let (w, l) = storage(10_000);
     let t = Veb::new(&w, l);

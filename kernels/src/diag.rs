@@ -1,0 +1,161 @@
+//! Where the heap's memory is (host only, quiescent heap): a walk of the metadata that says,
+//! per class and group, how many bytes sit in current blocks, in retired blocks that still
+//! hold live slices, and in formatted blocks that are free but bound to their group; and how
+//! the free segments lie (for runs of segments). For diagnosing nulls while live bytes are
+//! well below the heap (the churn test of issue 9).
+
+extern crate std;
+use std::vec::Vec;
+
+use crate::block::{
+    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
+    slot_parts, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
+};
+use crate::heap::DeviceHeap;
+use crate::segment::{seg_kind, SegKind};
+use crate::slice::{row_class_kind, SLOT_ROWS};
+
+/// Blocks serving slices of one class, split into those in a current slot and the others
+/// (retired: every slice handed out, the block waits for its last live slice to come back).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassOccupancy {
+    /// Blocks in a current slot.
+    pub current_blocks: u64,
+    /// Live slices in current blocks.
+    pub current_live: u64,
+    /// Slices current blocks have not handed out yet.
+    pub current_unhanded: u64,
+    /// Blocks out of every slot with live slices.
+    pub retired_blocks: u64,
+    /// Live slices in those.
+    pub retired_live: u64,
+}
+
+/// One group's formatted segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupOccupancy {
+    /// Segments formatted for the group.
+    pub segments: u64,
+    /// Free blocks in them (in the group's tree: usable by this group only).
+    pub free_blocks: u64,
+    /// Blocks handed out whole (runs of whole blocks, tails of segment runs).
+    pub whole_blocks: u64,
+}
+
+/// What the heap's memory holds, from one walk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Occupancy {
+    pub classes: [ClassOccupancy; NUM_CLASSES],
+    pub groups: [GroupOccupancy; NUM_GROUPS],
+    /// Segments in the segment tree.
+    pub free_segments: u64,
+    /// Longest run of consecutive free segments.
+    pub longest_free_run: u64,
+    /// Segments of multi-segment runs.
+    pub large_segments: u64,
+}
+
+impl Default for Occupancy {
+    fn default() -> Self {
+        Self {
+            classes: [ClassOccupancy::default(); NUM_CLASSES],
+            groups: [GroupOccupancy::default(); NUM_GROUPS],
+            free_segments: 0,
+            longest_free_run: 0,
+            large_segments: 0,
+        }
+    }
+}
+
+impl Occupancy {
+    /// Bytes of class `c`'s current blocks.
+    pub fn current_bytes(&self, c: usize) -> u64 {
+        self.classes[c].current_blocks * group_block_bytes(group_of(c))
+    }
+    /// Bytes of class `c`'s retired blocks that hold live slices.
+    pub fn retired_bytes(&self, c: usize) -> u64 {
+        self.classes[c].retired_blocks * group_block_bytes(group_of(c))
+    }
+    /// Live slice bytes (at slice size) of class `c`.
+    pub fn live_bytes(&self, c: usize) -> u64 {
+        (self.classes[c].current_live + self.classes[c].retired_live) * slice_bytes(c)
+    }
+    /// Bytes of free blocks in segments formatted for group `g`.
+    pub fn free_block_bytes(&self, g: usize) -> u64 {
+        self.groups[g].free_blocks * group_block_bytes(g)
+    }
+    /// Bytes of whole blocks of group `g`.
+    pub fn whole_bytes(&self, g: usize) -> u64 {
+        self.groups[g].whole_blocks * group_block_bytes(g)
+    }
+}
+
+impl DeviceHeap {
+    /// Walks a quiescent heap (no kernel, no other thread using it) and says where its memory
+    /// is (see [`Occupancy`]).
+    pub fn occupancy(&self) -> Occupancy {
+        let mut o = Occupancy::default();
+        let shards = self.layout().shards;
+        // Current blocks: (gid, class, handed) of every slot.
+        let mut current: Vec<(u64, usize, u32)> = Vec::new();
+        for row in 0..SLOT_ROWS {
+            let c = row_class_kind(row).0;
+            for sh in 0..shards {
+                // Acquire: quiescent heap; for form's sake.
+                if let (Some(gid), handed) = slot_parts(self.slots().current(row, sh).load_acquire()) {
+                    current.push((gid, c, handed.min(slices_per_block(c))));
+                }
+            }
+        }
+        let n = self.layout().num_segments;
+        let mut run = 0u64;
+        for seg in 0..n {
+            // Acquire: as above.
+            let kind = seg_kind(self.segments().seg_table(seg).load_acquire());
+            if kind == SegKind::Free {
+                o.free_segments += 1;
+                run += 1;
+                o.longest_free_run = o.longest_free_run.max(run);
+                continue;
+            }
+            run = 0;
+            match kind {
+                SegKind::LargeHead | SegKind::LargeTail => o.large_segments += 1,
+                SegKind::Group(g) => {
+                    let go = &mut o.groups[g];
+                    go.segments += 1;
+                    for local in 0..group_blocks_per_segment(g) {
+                        let gid = gid_of(seg, local);
+                        if self.blocks().block_tree(g).contains(gid) {
+                            go.free_blocks += 1;
+                            continue;
+                        }
+                        let m = self.blocks().block_meta(seg, local);
+                        // Acquire: as above.
+                        let (k, c) = kind_parts(m.kind.load_acquire());
+                        if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES {
+                            go.whole_blocks += 1;
+                            continue;
+                        }
+                        // Acquire: as above.
+                        let freed = m.freed.load_acquire();
+                        let co = &mut o.classes[c];
+                        match current.iter().find(|e| e.0 == gid) {
+                            Some(&(_, _, handed)) => {
+                                co.current_blocks += 1;
+                                co.current_live += handed.saturating_sub(freed) as u64;
+                                co.current_unhanded += (slices_per_block(c) - handed) as u64;
+                            }
+                            None => {
+                                co.retired_blocks += 1;
+                                co.retired_live += slices_per_block(c).saturating_sub(freed) as u64;
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        o
+    }
+}
