@@ -61,7 +61,7 @@ impl<'a> HandOut<'a> {
     /// Marks `count` consecutive slices of class `c` starting at `addr` as handed out.
     /// Called by the thread that took them, before it passes the addresses on.
     #[inline(always)]
-    pub(crate) fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
+    pub fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
         let (seg, first) = self.bit_of(addr);
         let stride = slice_bytes(c) >> MIN_SLICE_SHIFT;
         let (mut word, mut mask) = (first / WORD_BITS, 0u64);
