@@ -332,6 +332,48 @@ impl<'a> Blocks<'a> {
         (&w[2 * g], &w[2 * g + 1])
     }
 
+    /// The reclaim-window counters: reclaims started, reclaims ended. From a reclaim's removal
+    /// of a segment's blocks from their group's tree until the segment is in the segment tree
+    /// (or the blocks are back), neither tree shows that memory: a claim that finds both empty
+    /// reports out of memory only if no window overlapped its look (as the vEB trees do for
+    /// their summary windows), so that null means full.
+    #[inline(always)]
+    fn reclaim_windows(&self) -> (&'a Atom64, &'a Atom64) {
+        // SAFETY: the layout reserved two words at reclaim_off.
+        let w = unsafe { crate::atomic::words(self.segs.meta() + self.layout().reclaim_off, 2) };
+        (&w[0], &w[1])
+    }
+
+    /// The reclaim-window counts before a look at the trees: (ended, started).
+    #[inline(always)]
+    fn reclaim_snapshot(&self) -> (u64, u64) {
+        let (started, ended) = self.reclaim_windows();
+        // Acquire: the inserts of every reclaim that had ended are visible to the look.
+        let e = ended.load_acquire();
+        // Acquire: read after `ended`, so equal counts mean no reclaim was under way then.
+        (e, started.load_acquire())
+    }
+
+    /// Whether no reclaim window overlapped a look at the trees since `snap`.
+    #[inline(always)]
+    fn reclaims_stayed_quiet(&self, snap: (u64, u64)) -> bool {
+        // Acquire fence: a removal the look saw was sequenced after its window's start (an
+        // acq_rel RMW), which this makes visible below.
+        crate::arch::fence_acq_rel_gpu();
+        // Relaxed: ordered by the fence above.
+        snap.0 == snap.1 && self.reclaim_windows().0.load_relaxed() == snap.1
+    }
+
+    /// Whether group `g`'s tree and the segment tree are both empty, by exact searches during
+    /// which no reclaim moved memory between them: the out-of-memory decision of a claim.
+    #[inline(never)]
+    fn out_of_blocks(&self, g: usize) -> bool {
+        let snap = self.reclaim_snapshot();
+        self.segs.seg_tree().successor(0).is_none()
+            && self.block_tree(g).successor(0).is_none()
+            && self.reclaims_stayed_quiet(snap)
+    }
+
     /// Enters the class's formatter semaphore if fewer than `max` formatters are in.
     fn enter_format(lock: &Atom32, max: u32) -> bool {
         // Relaxed: the CAS decides.
@@ -427,10 +469,7 @@ impl<'a> Blocks<'a> {
                 // Out of memory only when both trees are empty by the exact searches (the
                 // one-pass claims above may miss an index for a moment); a claim that lost its
                 // races to other claimers, or missed, tries again.
-                if got.is_some()
-                    || (self.segs.seg_tree().successor(0).is_none()
-                        && self.block_tree(g).successor(0).is_none())
-                {
+                if got.is_some() || self.out_of_blocks(g) {
                     break;
                 }
             }
@@ -471,6 +510,7 @@ impl<'a> Blocks<'a> {
                 return Some(gid);
             }
             if Self::enter_format(lock, formatters(g)) {
+                let snap = self.reclaim_snapshot();
                 let got = self.claim_run_in_tree(g, k).or_else(|| {
                     let seg = self.segs.seg_tree().claim_from(0)? as u32;
                     self.format_segment(seg, g, k);
@@ -479,8 +519,10 @@ impl<'a> Blocks<'a> {
                 // Release: our inserts happen-before the next formatter's entry.
                 lock.fetch_sub_acq_rel(1);
                 // None: the tree had no such run and the segment tree no free segment, both
-                // by exact searches.
-                return got;
+                // by exact searches; final unless a reclaim was moving a segment meanwhile.
+                if got.is_some() || self.reclaims_stayed_quiet(snap) {
+                    return got;
+                }
             }
             if !wait.sleep() {
                 return None;
@@ -525,9 +567,12 @@ impl<'a> Blocks<'a> {
         // (the slot install, or the whole block's kind); `free` reads the entry only for
         // pointers handed out after one of those.
         self.segs.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
-        // Relaxed: the kept blocks are out; the release inserts below order it before any
-        // claimer's count of another block (and a reclaimer's CAS acquires them).
-        self.segs.seg_out(seg).store_relaxed(kept);
+        // The kept blocks are out. A swap, not a store: a reclaimer that read this segment's
+        // entry early may be between its CAS and its fetch_and on this word (try_reclaim), and
+        // with every write to it an RMW its history is one chain (loom model (6) lost the count
+        // with a plain store). AcqRel: the release inserts below order it before any claimer's
+        // count of another block, and a reclaimer's CAS acquires them.
+        let _ = self.segs.seg_out(seg).swap_acq_rel(kept);
         if bps > kept {
             self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
@@ -546,13 +591,23 @@ impl<'a> Blocks<'a> {
                 return;
             }
             crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
-            if self.block_tree(g).remove_range_exact(base, bps) {
+            let (started, ended) = self.reclaim_windows();
+            // AcqRel: sequenced before the removal (release RMWs), so a claimer that saw a
+            // removed bit and then fences also sees this count (see reclaims_stayed_quiet).
+            started.fetch_add_acq_rel(1);
+            let reclaimed = self.block_tree(g).remove_range_exact(base, bps);
+            if reclaimed {
                 // We own every block of the segment now.
                 // Release: the entry is cleared before the segment becomes claimable.
                 self.segs.seg_table(seg).store_release(0);
                 // Release: as above.
                 out.store_release(0);
                 self.segs.seg_tree().insert(seg as u64);
+            }
+            // Release: the segment's insert (or the blocks' return) happens-before a claimer
+            // that acquires this count.
+            ended.fetch_add_release(1);
+            if reclaimed {
                 return;
             }
             // A block was claimed meanwhile. AcqRel: if its owner has already released it
@@ -582,7 +637,18 @@ impl<'a> Blocks<'a> {
     /// `RUN_GROUP`, its other blocks going to that group's tree); returns the first segment.
     #[inline(never)]
     pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
-        let s = self.segs.seg_tree().claim_run(k + (tail > 0) as u64)? as u32;
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        let s = loop {
+            let snap = self.reclaim_snapshot();
+            if let Some(s) = self.segs.seg_tree().claim_run(k + (tail > 0) as u64) {
+                break s as u32;
+            }
+            // No such run, by an exact search: final unless a reclaim was moving a segment
+            // into the tree meanwhile.
+            if self.reclaims_stayed_quiet(snap) || !wait.sleep() {
+                return None;
+            }
+        };
         // Relaxed: published (with the head entry) by the release store below.
         self.segs.seg_run(s).store_relaxed(k as u32);
         // Relaxed: as above.

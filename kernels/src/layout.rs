@@ -81,7 +81,12 @@ pub struct HeapLayout {
     /// `shards` (see `row_shard_log2`). Multiprocessor `sm` takes slices of row `r` from slot
     /// `sm & ((1 << row_shard_log2[r]) - 1)`.
     pub row_shard_log2: [u8; ROW_TABLE],
+    /// Two words: segment reclaims started and ended (see `Blocks::reclaim_windows`).
+    pub reclaim_off: u64,
 }
+
+/// Words of the reclaim-window counters (started, ended).
+const RECLAIM_WORDS: u64 = 2;
 
 /// Entries of `HeapLayout::row_shard_log2` (at least `SLOT_ROWS`; a multiple of 8).
 pub const ROW_TABLE: usize = 64;
@@ -163,6 +168,8 @@ impl HeapLayout {
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let pace_off = off;
         off += SLOT_ROWS as u64 * shards as u64 * 8;
+        let reclaim_off = off;
+        off += RECLAIM_WORDS * 8;
         Self {
             num_segments,
             shards,
@@ -186,6 +193,7 @@ impl HeapLayout {
             reserve_off,
             pace_off,
             row_shard_log2: [0; ROW_TABLE],
+            reclaim_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }
