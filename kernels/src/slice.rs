@@ -128,30 +128,27 @@ impl<'a> Slots<'a> {
         self.blocks.segments().meta()
     }
 
+    /// Word `shard` of row `row` of a per-slot array of the layout (at `off`: the current
+    /// slots, their reserves, their paces; `SLOT_ROWS * shards` words each).
+    #[inline(always)]
+    fn slot_word(&self, off: u64, row: usize, shard: u32) -> &'a Atom64 {
+        let i = row as u64 * self.layout().shards as u64 + shard as u64;
+        // SAFETY: the layout reserved SLOT_ROWS * shards words at each per-slot offset.
+        unsafe {
+            &crate::atomic::words(self.meta() + off, SLOT_ROWS * self.layout().shards as usize)[i as usize]
+        }
+    }
+
     /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
     #[inline(always)]
     pub(crate) fn current(&self, row: usize, shard: u32) -> &'a Atom64 {
-        let i = row as u64 * self.layout().shards as u64 + shard as u64;
-        // SAFETY: the layout reserved SLOT_ROWS * shards words at current_off.
-        unsafe {
-            &crate::atomic::words(
-                self.meta() + self.layout().current_off,
-                SLOT_ROWS * self.layout().shards as usize,
-            )[i as usize]
-        }
+        self.slot_word(self.layout().current_off, row, shard)
     }
 
     /// Reserve word of slot `shard` of row `row` (see `reserve_parts`).
     #[inline(always)]
     pub(crate) fn reserve(&self, row: usize, shard: u32) -> &'a Atom64 {
-        let i = row as u64 * self.layout().shards as u64 + shard as u64;
-        // SAFETY: the layout reserved SLOT_ROWS * shards words at reserve_off.
-        unsafe {
-            &crate::atomic::words(
-                self.meta() + self.layout().reserve_off,
-                SLOT_ROWS * self.layout().shards as usize,
-            )[i as usize]
-        }
+        self.slot_word(self.layout().reserve_off, row, shard)
     }
 
     /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
@@ -161,26 +158,11 @@ impl<'a> Slots<'a> {
         arch::smid() & (self.layout().row_shards(row) - 1)
     }
 
-    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
-    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
-    /// heap is out of memory.
-    #[inline]
-    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
-        self.take_in_row(c, n)
-    }
-
     /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
     /// cleared) and its batch size (the low byte).
     #[inline(always)]
     fn pace(&self, row: usize, shard: u32) -> &'a Atom64 {
-        let i = row as u64 * self.layout().shards as u64 + shard as u64;
-        // SAFETY: the layout reserved SLOT_ROWS * shards words at pace_off.
-        unsafe {
-            &crate::atomic::words(
-                self.meta() + self.layout().pace_off,
-                SLOT_ROWS * self.layout().shards as usize,
-            )[i as usize]
-        }
+        self.slot_word(self.layout().pace_off, row, shard)
     }
 
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
