@@ -729,3 +729,44 @@ fn small_classes_reserve_blocks_in_their_window() {
         assert_empty(h);
     }
 }
+
+/// Runs of whole blocks (here 300000 B: five 64 KiB blocks) come from their group's run row:
+/// one segment at a time, handed out in order with one atomic each, the rest of the row's
+/// segment held parked (counted as reserved) until a trim or a reclaim sweep returns it. A
+/// freed run is reused (lowest first) before the row's segment; a run that no longer fits in
+/// the rest of the segment gives that rest back and takes the next segment.
+#[test]
+fn runs_of_whole_blocks_come_from_the_run_row() {
+    const RUN: u64 = 300_000;
+    const BLOCK: u64 = 64 << 10;
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let a = h.malloc(RUN);
+    let b = h.malloc(RUN);
+    assert_eq!(b as u64 - a as u64, 5 * BLOCK, "runs of the row's segment are adjacent");
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.reserved_blocks, s.free_segments), (10 * BLOCK, 246, 3), "{s:?}");
+    h.free(a);
+    let c = h.malloc(RUN);
+    assert_eq!(c, a, "a freed run is taken before the row's segment");
+    // 51 runs of 5 fit in a segment of 256 blocks; the 52nd takes the next segment.
+    let mut runs = vec![b, c];
+    for _ in 2..51 {
+        runs.push(h.malloc(RUN));
+    }
+    assert!(runs.iter().all(|&p| (p as u64 - a as u64) < SEGMENT_BYTES), "51 runs in the first segment");
+    let next = h.malloc(RUN);
+    assert_eq!(next as u64 - a as u64, SEGMENT_BYTES, "the 52nd run starts the next segment");
+    runs.push(next);
+    for (i, &p) in runs.iter().enumerate() {
+        fill(p, RUN, i as u64);
+    }
+    let s = h.validate().expect("heap consistent");
+    // The first segment's last block went back to the tree; the second segment is the row's.
+    assert_eq!((s.bytes_in_use, s.reserved_blocks), (52 * 5 * BLOCK, 251), "{s:?}");
+    for (i, &p) in runs.iter().enumerate() {
+        check(p, RUN, i as u64);
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -209,6 +209,17 @@ impl Bench {
         self.cli.allocators.iter().any(|x| x == a || (a == "floor" && x == "bump"))
     }
 
+    /// With `--trace`, prints `heap`'s install-path profile (its nonzero events, summed since
+    /// the heap was made) after `what`.
+    pub(crate) fn print_trace(&self, heap: &veballoc::Heap, what: &str) -> Res<()> {
+        if self.cli.trace {
+            let t: Vec<String> =
+                heap.trace()?.iter().filter(|(_, v)| *v != 0).map(|(k, v)| format!("{k}={v}")).collect();
+            println!("trace {what}: {}", t.join(" "));
+        }
+        Ok(())
+    }
+
     /// The pointers a kernel wrote.
     pub(crate) fn host_u64s(b: &DeviceBuffer<u64>) -> Res<Vec<u64>> {
         let mut v = vec![0u64; b.len()];

@@ -98,7 +98,8 @@ pub(crate) struct Cli {
     /// util and churn where no GPU is usable.
     #[arg(long, default_value_t = 4, global = true)]
     pub(crate) cpu_threads: u32,
-    /// Print the install-path profile after each veballoc alloc kernel of `single`/`mixed`
+    /// Print the install-path profile after each veballoc alloc kernel of `single`/`mixed`,
+    /// each `util` point and each `churn` round
     /// (needs a PTX built with the kernels' `trace` feature: `scripts/ptx-variant.sh trace`,
     /// loaded through VEBALLOC_PTX_FILE; all zeros otherwise).
     #[arg(long, global = true)]

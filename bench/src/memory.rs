@@ -401,6 +401,7 @@ impl Bench {
                     break;
                 }
             }
+            self.print_trace(&heap, &format!("util {label}"))?;
             heap.destroy()?;
             let pt = UtilPoint {
                 allocator: "veballoc".into(),
@@ -516,6 +517,7 @@ impl Bench {
                 h[churn_counter::NULLS],
                 h[churn_counter::RUNS]
             );
+            self.print_trace(&heap, &format!("churn round {round}"))?;
             self.churn.push(ChurnPoint {
                 round,
                 threads: n,

@@ -26,10 +26,7 @@ impl Bench {
             ta.push(self.timed(|| unsafe {
                 self.gpu.launch("vb_malloc", n, BLOCK, veballoc::kernel_args![arg, p, n, size, sizes_dev])
             })?);
-            if self.cli.trace {
-                let t: Vec<String> = heap.trace()?.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!("trace {test} {} n={n}: {}", sizes.label(), t.join(" "));
-            }
+            self.print_trace(&heap, &format!("{test} {} n={n}", sizes.label()))?;
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
             } else {
@@ -39,10 +36,7 @@ impl Bench {
             tf.push(self.timed(|| unsafe {
                 self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])
             })?);
-            if self.cli.trace {
-                let t: Vec<String> = heap.trace()?.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                println!("trace (after free) {test} {} n={n}: {}", sizes.label(), t.join(" "));
-            }
+            self.print_trace(&heap, &format!("(after free) {test} {} n={n}", sizes.label()))?;
             heap.destroy()?;
         }
         let (ta, tf) = (ta[1..].to_vec(), tf[1..].to_vec());

@@ -387,7 +387,7 @@ impl<'a> Blocks<'a> {
     fn claim_from_tree(&self, g: usize, k: u32) -> Option<BlockBatch> {
         // Racing claimers spread over the bits of the lowest free word (see claim_spread).
         let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
-        // One pass (no exactness check): claim_block retries, and confirms "empty" with the
+        // One pass (no exactness check): claim_blocks retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
         let t0 = crate::trace::now();
         let got = self.block_tree(g).try_claim_bits(0, spread, k);
@@ -401,12 +401,6 @@ impl<'a> Blocks<'a> {
         // pairs with the reclaimer's CAS in `try_reclaim`.
         self.segs.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
         Some(BlockBatch { seg, base, mask })
-    }
-
-    /// Takes a free block of group `g` (see `claim_blocks`).
-    #[inline(always)]
-    pub(crate) fn claim_block(&self, g: usize) -> Option<u64> {
-        self.claim_blocks(g, 1).map(|b| b.first())
     }
 
     /// Takes up to `k` (1..=64) free blocks of group `g`, at least one, formatting a fresh
@@ -482,6 +476,7 @@ impl<'a> Blocks<'a> {
             }
             crate::trace::add(self.segs.meta(), crate::trace::Event::ClaimSleeps, 1);
             if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutFormat, 1);
                 break;
             }
         }
@@ -492,52 +487,84 @@ impl<'a> Blocks<'a> {
         got
     }
 
-    /// Takes `k` (1..=group_blocks_per_segment(g)) contiguous free blocks of group `g`, in one
-    /// segment, formatting a fresh segment when its tree has no such run; returns the first.
-    /// The blocks are parked; the caller marks them. As in `claim_block`, at most
-    /// `formatters(g)` threads format segments for the group at once: runs of 64 KiB blocks
-    /// serve every request of 128 KiB..1 MiB, and a burst of claimers that found no run would
-    /// otherwise format a segment each, binding the heap's free segments to this group.
+    /// A run of `k` contiguous free blocks of group `g` from its tree, in one segment, by one
+    /// pass through the summaries: `None` may be transient (see `claim_run_exact`). The
+    /// blocks are parked; the caller marks them.
     #[inline(never)]
-    pub(crate) fn claim_block_run(&self, g: usize, k: u32) -> Option<u64> {
-        if k == 1 {
-            return self.claim_block(g);
-        }
-        let (lock, _) = self.format_lock(g);
+    pub(crate) fn try_claim_run(&self, g: usize, k: u32) -> Option<u64> {
+        let gid = self.block_tree(g).try_claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
+        self.count_run_out(gid, k);
+        Some(gid)
+    }
+
+    /// As `try_claim_run`, but `None` only when the tree had no such run by an exact search
+    /// that no segment reclaim overlapped (or, after `FORMAT_WAIT_NS`, when reclaims kept
+    /// overlapping it): the out-of-memory decision for runs of whole blocks.
+    #[inline(never)]
+    pub(crate) fn claim_run_exact(&self, g: usize, k: u32) -> Option<u64> {
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         loop {
+            let snap = self.reclaim_snapshot();
             if let Some(gid) = self.claim_run_in_tree(g, k) {
                 return Some(gid);
             }
-            if Self::enter_format(lock, formatters(g)) {
-                let snap = self.reclaim_snapshot();
-                let got = self.claim_run_in_tree(g, k).or_else(|| {
-                    let seg = self.segs.seg_tree().claim_from(0)? as u32;
-                    self.format_segment(seg, g, k);
-                    Some(gid_of(seg, 0))
-                });
-                // Release: our inserts happen-before the next formatter's entry.
-                lock.fetch_sub_acq_rel(1);
-                // None: the tree had no such run and the segment tree no free segment, both
-                // by exact searches; final unless a reclaim was moving a segment meanwhile.
-                if got.is_some() || self.reclaims_stayed_quiet(snap) {
-                    return got;
-                }
+            if self.reclaims_stayed_quiet(snap) {
+                return None;
             }
             if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutRun, 1);
                 return None;
             }
         }
     }
 
-    /// A run of `k` free blocks of group `g` from its tree, counted out of their segment.
+    /// Claims the lowest free segment and formats it for group `g`, its first `kept` blocks
+    /// staying with the caller (the others go into the group's tree). `None` only when the
+    /// segment tree was seen empty by an exact search that no segment reclaim overlapped
+    /// (or, after `FORMAT_WAIT_NS`, when reclaims kept overlapping it).
+    #[inline(never)]
+    pub(crate) fn fresh_segment(&self, g: usize, kept: u32) -> Option<u32> {
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        loop {
+            let snap = self.reclaim_snapshot();
+            if let Some(seg) = self.segs.seg_tree().claim_from(0) {
+                let t0 = crate::trace::now();
+                self.format_segment(seg as u32, g, kept);
+                if crate::trace::ON {
+                    crate::trace::add(
+                        self.segs.meta(),
+                        crate::trace::Event::FormatNs,
+                        crate::trace::now() - t0,
+                    );
+                }
+                return Some(seg as u32);
+            }
+            if self.reclaims_stayed_quiet(snap) {
+                return None;
+            }
+            if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutRun, 1);
+                return None;
+            }
+        }
+    }
+
+    /// A run of `k` free blocks of group `g` from its tree (exact search), counted out of
+    /// their segment.
     fn claim_run_in_tree(&self, g: usize, k: u32) -> Option<u64> {
         // Within one segment's ids: group 0's blocks fill them all, so nothing else would keep
         // a run from straddling two segments.
         let gid = self.block_tree(g).claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
+        self.count_run_out(gid, k);
+        Some(gid)
+    }
+
+    /// Counts the `k` blocks of a run starting at `gid`, just taken from their tree, out of
+    /// their segment.
+    #[inline(always)]
+    fn count_run_out(&self, gid: u64, k: u32) {
         // AcqRel: as in claim_from_tree.
         self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
-        Some(gid)
     }
 
     /// Returns block `gid` of group `g` to its tree; the last block of a segment to come back
@@ -645,7 +672,11 @@ impl<'a> Blocks<'a> {
             }
             // No such run, by an exact search: final unless a reclaim was moving a segment
             // into the tree meanwhile.
-            if self.reclaims_stayed_quiet(snap) || !wait.sleep() {
+            if self.reclaims_stayed_quiet(snap) {
+                return None;
+            }
+            if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutLarge, 1);
                 return None;
             }
         };

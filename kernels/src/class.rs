@@ -201,6 +201,14 @@ pub const RUN_BLOCK_BYTES: u64 = 256 << 10;
 /// requests above `MAX_SLICE_BYTES` up to a segment, and the tails of multi-segment runs.
 pub const RUN_GROUP: usize = (RUN_BLOCK_BYTES.trailing_zeros() - 12 - MIN_SLICE_SHIFT) as usize;
 
+/// The group whose blocks (64 KiB, the smallest) serve runs of whole blocks for requests of
+/// `heap::UNIT_RUN_MIN` bytes up to `MAX_SLICE_BYTES` (see `heap::takes_unit_run`).
+pub const UNIT_RUN_GROUP: usize = 0;
+/// The groups whose blocks serve runs of whole blocks, one slot row each (see
+/// `slice::run_row`): a run row's current "block" is a whole segment of the group, and a run is
+/// taken from it with one atomic, as slices are taken from a block.
+pub const RUN_GROUPS: [usize; 2] = [UNIT_RUN_GROUP, RUN_GROUP];
+
 /// Blocks of `RUN_GROUP` in a run for `size` bytes (`MAX_SLICE_BYTES < size <= SEGMENT_BYTES`).
 #[inline(always)]
 pub const fn block_run_len(size: u64) -> u32 {

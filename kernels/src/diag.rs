@@ -9,11 +9,11 @@ use std::vec::Vec;
 
 use crate::block::{
     gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
-    slot_parts, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
+    slot_parts, KIND_FREE, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
-use crate::slice::{row_class_kind, SLOT_ROWS};
+use crate::slice::{row_class_kind, RUN_ROW0};
 
 /// Blocks serving slices of one class, split into those in a current slot and the others
 /// (retired: every slice handed out, the block waits for its last live slice to come back).
@@ -40,6 +40,9 @@ pub struct GroupOccupancy {
     pub free_blocks: u64,
     /// Blocks handed out whole (runs of whole blocks, tails of segment runs).
     pub whole_blocks: u64,
+    /// Parked blocks out of the tree: claimed ahead (slot reserves, the rest of a run row's
+    /// current segment).
+    pub parked_blocks: u64,
 }
 
 /// What the heap's memory holds, from one walk.
@@ -98,7 +101,9 @@ impl DeviceHeap {
         let shards = self.layout().shards;
         // Current blocks: (gid, class, handed) of every slot.
         let mut current: Vec<(u64, usize, u32)> = Vec::new();
-        for row in 0..SLOT_ROWS {
+        // The class and packed rows (run rows hold segments, whose parked blocks count as
+        // such below).
+        for row in 0..RUN_ROW0 {
             let c = row_class_kind(row).0;
             for sh in 0..shards {
                 // Acquire: quiescent heap; for form's sake.
@@ -133,6 +138,10 @@ impl DeviceHeap {
                         let m = self.blocks().block_meta(seg, local);
                         // Acquire: as above.
                         let (k, c) = kind_parts(m.kind.load_acquire());
+                        if k == KIND_FREE {
+                            go.parked_blocks += 1;
+                            continue;
+                        }
                         if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES {
                             go.whole_blocks += 1;
                             continue;

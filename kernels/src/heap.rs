@@ -12,7 +12,7 @@ use crate::block::{
     MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
-use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUP};
+use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -65,8 +65,14 @@ pub const FALLBACK_CLASSES: usize = 8;
 /// have 4-6 slices per block, and a block comes back only when all of them are free, so under
 /// churn about half of their blocks' bytes were dead (issue 9).
 pub const UNIT_RUN_MIN: u64 = 256 << 10;
-/// The group whose blocks (64 KiB, the smallest) serve `malloc` of `UNIT_RUN_MIN..` bytes.
-pub const UNIT_RUN_GROUP: usize = 0;
+/// Index in `RUN_GROUPS` of the runs of 64 KiB blocks (`UNIT_RUN_GROUP`), for `UNIT_RUN_MIN..`
+/// bytes up to `MAX_SLICE_BYTES`.
+pub const UNIT_RUNS: usize = 0;
+/// Index in `RUN_GROUPS` of the runs of 256 KiB blocks (`class::RUN_GROUP`), above
+/// `MAX_SLICE_BYTES` up to a segment.
+pub const BLOCK_RUNS: usize = 1;
+const _: () =
+    assert!(RUN_GROUPS[UNIT_RUNS] == UNIT_RUN_GROUP && RUN_GROUPS[BLOCK_RUNS] == crate::class::RUN_GROUP);
 /// Blocks of `UNIT_RUN_GROUP` in a run for `size` bytes.
 #[inline(always)]
 pub const fn unit_run_len(size: u64) -> u32 {
@@ -202,11 +208,13 @@ impl DeviceHeap {
             }
             // AcqRel: one sweeper at a time; acquires the previous sweep's end.
             if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
+                crate::trace::add(self.meta, crate::trace::Event::Sweeps, 1);
                 self.slots().trim_idle();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
                 word.store_release(v + 2);
             } else if !wait.sleep() {
+                crate::trace::add(self.meta, crate::trace::Event::TimeoutSweep, 1);
                 return false;
             }
         }
@@ -244,9 +252,9 @@ impl DeviceHeap {
         } else if size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)) {
             self.malloc_slice(slice_class(size))
         } else if size <= MAX_SLICE_BYTES {
-            self.malloc_whole(UNIT_RUN_GROUP, unit_run_len(size))
+            self.malloc_whole(UNIT_RUNS, unit_run_len(size))
         } else if size <= SEGMENT_BYTES {
-            self.malloc_whole(RUN_GROUP, block_run_len(size))
+            self.malloc_whole(BLOCK_RUNS, block_run_len(size))
         } else {
             self.malloc_large(size)
         }
@@ -278,7 +286,10 @@ impl DeviceHeap {
             match self.take_group(c, peers.count_ones()) {
                 Some((b, g, served)) => (base, got) = (b, g | (served as u32) << GOT_BITS),
                 // Every lane of the group gets null: count requests, not groups.
-                None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
+                None => {
+                    crate::trace::add(self.meta, crate::trace::Event::NullSlice, peers.count_ones() as u64);
+                    self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64)
+                }
             }
         }
         let base = arch::shfl_sync_u64(peers, base, leader);
@@ -524,10 +535,20 @@ impl DeviceHeap {
         )
     }
 
-    /// A run of `k` whole blocks of group `g` in one segment (one block when `k == 1`).
+    /// A run of `k` whole blocks of run group `RUN_GROUPS[i]` in one segment: freed blocks
+    /// of the group first (lowest first), else from the group's run row, and before null an
+    /// exact search of the tree, then the same after a reclaim sweep.
     #[inline(never)]
-    fn malloc_whole(&self, g: usize, k: u32) -> *mut u8 {
-        let Some(gid) = self.retry_after_reclaim(|| self.blocks().claim_block_run(g, k)) else {
+    fn malloc_whole(&self, i: usize, k: u32) -> *mut u8 {
+        let g = RUN_GROUPS[i];
+        let take = || {
+            self.blocks()
+                .try_claim_run(g, k)
+                .or_else(|| self.slots().take_run(i, k))
+                .or_else(|| self.blocks().claim_run_exact(g, k))
+        };
+        let Some(gid) = self.retry_after_reclaim(take) else {
+            crate::trace::add(self.meta, crate::trace::Event::NullWhole, 1);
             self.bump(counter::OUT_OF_MEMORY);
             return core::ptr::null_mut();
         };
@@ -552,6 +573,7 @@ impl DeviceHeap {
         match self.retry_after_reclaim(|| self.blocks().claim_large(k, tail)) {
             Some(s) => self.segments().segment_addr(s) as usize as *mut u8,
             None => {
+                crate::trace::add(self.meta, crate::trace::Event::NullLarge, 1);
                 self.bump(counter::OUT_OF_MEMORY);
                 core::ptr::null_mut()
             }

@@ -5,7 +5,7 @@
 
 use crate::class::{
     group_block_bytes, group_of, MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS,
-    PACKED_CLASSES,
+    PACKED_CLASSES, RUN_GROUPS,
 };
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -15,8 +15,11 @@ use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 /// compiler would copy to local memory in every thread.
 pub const HEADER_BYTES: u64 = 1024;
 /// Rows of current slots: one per class, then one per packed class (blocks of `KIND_PACKED`,
-/// kept apart so that their hand-out stays warp-contiguous).
-pub const SLOT_ROWS: usize = NUM_CLASSES + PACKED_CLASSES.len();
+/// kept apart so that their hand-out stays warp-contiguous), then one per run group (whole
+/// segments from which runs of whole blocks are taken, see `class::RUN_GROUPS`).
+pub const SLOT_ROWS: usize = RUN_ROW0 + RUN_GROUPS.len();
+/// The first run group's row.
+pub const RUN_ROW0: usize = NUM_CLASSES + PACKED_CLASSES.len();
 /// Bytes of one block's metadata (`block::BlockMeta`: its free count and kind word).
 pub const BLOCK_META_BYTES: u64 = 8;
 /// Bits in a hand-out bitmap word.
@@ -89,7 +92,7 @@ pub struct HeapLayout {
 const RECLAIM_WORDS: u64 = 2;
 
 /// Entries of `HeapLayout::row_shard_log2` (at least `SLOT_ROWS`; a multiple of 8).
-pub const ROW_TABLE: usize = 64;
+pub const ROW_TABLE: usize = 72;
 const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 
 /// The current blocks of every row together pin at most the heap's capacity `>> PIN_SHIFT`
@@ -98,12 +101,15 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 /// whose blocks are small keep one slot per multiprocessor.
 pub const PIN_SHIFT: u32 = 3;
 
-/// The class whose blocks slot row `row` holds (a class, or a packed row's class).
-const fn row_class(row: usize) -> usize {
-    if row >= NUM_CLASSES {
-        PACKED_CLASSES[row - NUM_CLASSES]
+/// Bytes of what a current slot of row `row` holds: a block of the row's class (a class, or a
+/// packed row's class), or for a run row a whole segment.
+const fn row_block_bytes(row: usize) -> u64 {
+    if row >= RUN_ROW0 {
+        SEGMENT_BYTES
+    } else if row >= NUM_CLASSES {
+        group_block_bytes(group_of(PACKED_CLASSES[row - NUM_CLASSES]))
     } else {
-        row
+        group_block_bytes(group_of(row))
     }
 }
 
@@ -114,7 +120,7 @@ const fn row_class(row: usize) -> usize {
 pub const fn row_shard_log2(num_segments: u32, shards: u32, row: usize, pin_shift: u32) -> u32 {
     let capacity = (num_segments as u64) << SEGMENT_SHIFT;
     let share = (capacity >> pin_shift) / ROW_TABLE as u64;
-    let block = group_block_bytes(group_of(row_class(row)));
+    let block = row_block_bytes(row);
     let fit = share / block;
     let max = shards.trailing_zeros();
     if fit <= 1 {

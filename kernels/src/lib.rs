@@ -61,7 +61,7 @@ pub const BACKOFF_MIN_NS: u32 = 32;
 /// Longest single sleep: the backoff doubles up to this.
 pub const BACKOFF_MAX_NS: u32 = 2048;
 
-/// Longest a thread waits for another's format of a class (`claim_block`). Formatting is a
+/// Longest a thread waits for another's format of a class (`claim_blocks`). Formatting is a
 /// few microseconds of work: this bound is only reached if the formatter is not scheduled.
 pub const FORMAT_WAIT_NS: u64 = 20_000_000;
 /// Longest a thread waits for a slot's installer, which may wait `FORMAT_WAIT_NS` itself:

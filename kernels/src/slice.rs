@@ -8,20 +8,46 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_block_bytes, group_of, slice_bytes, slices_per_block, slot_install, slot_moved_on,
-    slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake, KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
+    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
+    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
 };
 use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
 use crate::trace::{self, Event};
 
-pub use crate::class::PACKED_CLASSES;
-pub use crate::layout::SLOT_ROWS;
+pub use crate::class::{PACKED_CLASSES, RUN_GROUPS};
+pub use crate::layout::{RUN_ROW0, SLOT_ROWS};
 /// The row of packed class `PACKED_CLASSES[i]`.
 #[inline(always)]
 pub const fn packed_row(i: usize) -> usize {
     NUM_CLASSES + i
 }
+
+/// The row of run group `RUN_GROUPS[i]`: its slots hold whole segments of the group, whose
+/// blocks `take_run` hands out in runs.
+#[inline(always)]
+pub const fn run_row(i: usize) -> usize {
+    RUN_ROW0 + i
+}
+
+/// Whether slot row `row` is a run group's (see `run_row`), and which group.
+#[inline(always)]
+pub const fn row_run_group(row: usize) -> Option<usize> {
+    if row >= RUN_ROW0 {
+        Some(RUN_GROUPS[row - RUN_ROW0])
+    } else {
+        None
+    }
+}
+
+/// Runs of more than this many blocks (out of `blocks_per_segment >> RUN_SHARE_SHIFT` of a
+/// segment's) take a fresh segment of their own instead of the run row's: a take from the
+/// row's segment fails when its rest is too short, and large runs would fail often.
+pub const RUN_SHARE_SHIFT: u32 = 2;
+/// Segments one `take_run` may install in its row before it gives up (each install follows a
+/// take whose run did not fit in the rest of the row's segment).
+pub const RUN_INSTALLS: u32 = 16;
 
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
@@ -90,7 +116,7 @@ pub const fn reserve_parts(w: u64) -> Option<(u32, u32, u32)> {
 
 const _: () = assert!(crate::class::MAX_BLOCKS_PER_SEGMENT <= RESERVE_MASK_BITS << (RESERVE_SEG_SHIFT - 32));
 
-/// Class and block kind of the blocks in slot row `row`.
+/// Class and block kind of the blocks in slot row `row` (a class or packed row, not a run row).
 #[inline(always)]
 pub const fn row_class_kind(row: usize) -> (usize, u32) {
     if row >= NUM_CLASSES {
@@ -209,6 +235,7 @@ impl<'a> Slots<'a> {
             // slot_moved_on), then add again.
             loop {
                 if !wait.sleep() {
+                    trace::add(self.meta(), Event::TimeoutInstall, 1);
                     break 'take;
                 }
                 polls += trace::ON as u64;
@@ -219,6 +246,93 @@ impl<'a> Slots<'a> {
             }
         }
         self.steal(row, n)
+    }
+
+    /// A run of `k` contiguous blocks of run group `RUN_GROUPS[i]`, taken with one atomic from
+    /// the segment in the group's run row (installing a fresh segment when it is used up), or
+    /// for large runs from a fresh segment of its own; returns the first block (parked: the
+    /// caller marks the run). `None` when no fresh segment could be had. A burst of run
+    /// requests so formats one segment per `blocks_per_segment / k` of them, by one installer
+    /// at a time per slot, instead of every requester searching the tree and formatting.
+    #[inline(never)]
+    pub fn take_run(&self, i: usize, k: u32) -> Option<u64> {
+        let (row, g) = (run_row(i), RUN_GROUPS[i]);
+        let per = group_blocks_per_segment(g);
+        if k > per >> RUN_SHARE_SHIFT {
+            return self.blocks.fresh_segment(g, k).map(|seg| gid_of(seg, 0));
+        }
+        let shard = self.home_shard(row);
+        let slot = self.current(row, shard);
+        // As in take_in_row: a round is lost only while another requester installs.
+        let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
+        let mut installs = 0;
+        loop {
+            let full = match slot_take(slot, k, per) {
+                SlotTake::Fresh { gid, start, got, exhausted } => {
+                    let ok = !exhausted || self.install_run_segment(row, shard, g);
+                    let seg = split_gid(gid).0;
+                    if got == k {
+                        return Some(gid_of(seg, start));
+                    }
+                    // The segment's last blocks are too few for the run: back to the tree.
+                    for b in start..start + got {
+                        self.blocks.release_block(g, gid_of(seg, b));
+                    }
+                    installs += 1;
+                    if !ok || installs >= RUN_INSTALLS {
+                        return None;
+                    }
+                    continue;
+                }
+                SlotTake::Empty { elected: true } => {
+                    installs += 1;
+                    if !self.install_run_segment(row, shard, g) || installs >= RUN_INSTALLS {
+                        return None;
+                    }
+                    continue;
+                }
+                SlotTake::Full { gid } => Some(gid),
+                SlotTake::Empty { elected: false } => None,
+            };
+            // Another requester installs the next segment: poll until it has.
+            loop {
+                if !wait.sleep() {
+                    trace::add(self.meta(), Event::TimeoutInstall, 1);
+                    return None;
+                }
+                // Relaxed: a hint of when to add again; the add decides.
+                if slot_moved_on(slot.load_relaxed(), full, per) {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Installs a fresh segment of group `g` (every block kept, parked) in slot `shard` of run
+    /// row `row`; false, with the slot emptied, when the segment tree has none.
+    #[inline(never)]
+    fn install_run_segment(&self, row: usize, shard: u32, g: usize) -> bool {
+        let per = group_blocks_per_segment(g);
+        let Some(seg) = self.blocks.fresh_segment(g, per) else {
+            self.retire_slot(row, shard);
+            return false;
+        };
+        trace::add(self.meta(), Event::Installs, 1);
+        // As in install_next: a trim may have emptied the slot meanwhile and another
+        // requester installed a segment, whose blocks not handed out go back.
+        if let (Some(old), handed) = slot_parts(slot_install(self.current(row, shard), gid_of(seg, 0))) {
+            self.release_run_rest(g, old, handed);
+        }
+        true
+    }
+
+    /// Returns the blocks of run row segment `gid` (group `g`) from `handed` on (not handed
+    /// out; `handed` may overshoot) to the group's tree.
+    fn release_run_rest(&self, g: usize, gid: u64, handed: u32) {
+        let seg = split_gid(gid).0;
+        for b in handed..group_blocks_per_segment(g) {
+            self.blocks.release_block(g, gid_of(seg, b));
+        }
     }
 
     /// Takes up to `n` slices from any current block of row `row` (when no new block can be
@@ -367,8 +481,14 @@ impl<'a> Slots<'a> {
     }
 
     /// Empties slot `shard` of row `row` and its reserve: gives back what its block did not
-    /// hand out, and the reserved blocks.
+    /// hand out, and the reserved blocks (for a run row, the segment's blocks not handed out).
     fn retire_slot(&self, row: usize, shard: u32) {
+        if let Some(g) = row_run_group(row) {
+            if let Some((gid, handed)) = slot_retire(self.current(row, shard), group_blocks_per_segment(g)) {
+                self.release_run_rest(g, gid, handed);
+            }
+            return;
+        }
         let c = row_class_kind(row).0;
         if let Some((gid, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
             self.give_back_rest(c, gid, handed);
@@ -425,7 +545,14 @@ impl<'a> Slots<'a> {
     /// live slices stays current: retiring it would not return it, and its class would claim
     /// a fresh block for its next request (in the churn of issue 9 every reclaim sweep did
     /// that for every class and shard, and the nulls cascaded).
-    fn retire_if_idle(&self, row: usize, slot: &Atom64) {
+    fn retire_if_idle(&self, row: usize, shard: u32) {
+        if row_run_group(row).is_some() {
+            // A run row's segment holds no live allocation of its own (each run is one, and
+            // frees itself): what it has not handed out always goes back.
+            self.retire_slot(row, shard);
+            return;
+        }
+        let slot = self.current(row, shard);
         let c = row_class_kind(row).0;
         let per_block = slices_per_block(c);
         // Relaxed: a hint; the CAS below decides.
@@ -471,7 +598,7 @@ impl<'a> Slots<'a> {
                     }
                 }
                 while busy != 0 {
-                    self.retire_if_idle(row, self.current(row, sh + busy.trailing_zeros()));
+                    self.retire_if_idle(row, sh + busy.trailing_zeros());
                     busy &= busy - 1;
                 }
                 sh += n;

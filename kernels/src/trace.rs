@@ -13,13 +13,13 @@ pub enum Event {
     Installs,
     /// Nanoseconds from the start of `install_next` to the slot swap, summed.
     InstallNs,
-    /// Nanoseconds in `claim_block` inside `install_next`, summed.
+    /// Nanoseconds in `claim_blocks` inside `install_next`, summed.
     ClaimNs,
     /// Segments formatted.
     Formats,
     /// Times a claimer entered the format semaphore.
     FormatEntries,
-    /// Sleeps in `claim_block` (waiting for a formatter).
+    /// Sleeps in `claim_blocks` (waiting for a formatter).
     ClaimSleeps,
     /// Sleeps in `take_in_row` (waiting for an installer), of takes that then succeeded.
     TakeSleeps,
@@ -36,7 +36,7 @@ pub enum Event {
     WaitNs,
     /// Waits counted in `WaitNs`.
     Waits,
-    /// Nanoseconds in `claim_from_tree` inside `claim_block`, summed, and its failures.
+    /// Nanoseconds in `claim_from_tree` inside `claim_blocks`, summed, and its failures.
     TreeNs,
     TreeMisses,
     /// Nanoseconds formatting segments (claim of the segment included), summed.
@@ -47,10 +47,25 @@ pub enum Event {
     RecycleNs,
     /// Segment reclaims tried (after the last block of a segment came back).
     Reclaims,
+    /// Bounded waits that ran out of time, by where: a claim waiting for a format
+    /// (`claim_blocks`), a run of whole blocks or a fresh segment (`claim_run_exact`,
+    /// `fresh_segment`), a segment run (`claim_large`), a taker waiting for its slot's installer, a failing request waiting
+    /// for a reclaim sweep. Each can turn into a null that does not mean "full".
+    TimeoutFormat,
+    TimeoutRun,
+    TimeoutLarge,
+    TimeoutInstall,
+    TimeoutSweep,
+    /// Reclaim sweeps run (`DeviceHeap::reclaim_before_null`).
+    Sweeps,
+    /// Requests that got null, by path: slices, runs of whole blocks, segment runs.
+    NullSlice,
+    NullWhole,
+    NullLarge,
 }
 
 /// Number of events.
-pub const EVENTS: usize = Event::Reclaims as usize + 1;
+pub const EVENTS: usize = Event::NullLarge as usize + 1;
 /// Names of the events, for printing.
 pub const NAMES: [&str; EVENTS] = [
     "installs",
@@ -74,6 +89,15 @@ pub const NAMES: [&str; EVENTS] = [
     "recycles",
     "recycle_ns",
     "reclaims",
+    "timeout_format",
+    "timeout_run",
+    "timeout_large",
+    "timeout_install",
+    "timeout_sweep",
+    "sweeps",
+    "null_slice",
+    "null_whole",
+    "null_large",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
 pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;

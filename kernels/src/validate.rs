@@ -4,13 +4,13 @@
 
 use crate::block::{
     gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
-    slot_parts, KIND_FREE, KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
+    slot_parts, split_gid, KIND_FREE, KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
     MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::class::RUN_GROUP;
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, Segments, OUT_COUNT_MASK};
-use crate::slice::{packed_row, reserve_parts, PACKED_CLASSES, SLOT_ROWS};
+use crate::slice::{packed_row, reserve_parts, run_row, PACKED_CLASSES, RUN_GROUPS, SLOT_ROWS};
 
 /// What the heap holds, from one walk of its metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,7 +39,8 @@ pub struct Stats {
     pub live_packed: u64,
     /// Stale summary bits in the trees (harmless; searches skip them).
     pub stale_summary_bits: u64,
-    /// Parked blocks claimed ahead in current slots' reserves (`trim` returns them).
+    /// Parked blocks claimed ahead: in current slots' reserves, and the blocks of run rows'
+    /// current segments not handed out yet (`trim` returns them).
     pub reserved_blocks: u64,
     /// Blocks at the start of a segment that end a multi-segment run (their bytes are in
     /// `bytes_in_use` with the run's).
@@ -226,16 +227,25 @@ impl DeviceHeap {
         }
     }
 
-    /// Whether block `local` of segment `seg` is in some slot's reserve.
+    /// Whether block `local` of segment `seg` is in some slot's reserve, or is a block not yet
+    /// handed out of a run row's current segment.
     fn is_reserved(&self, seg: u32, local: u32) -> bool {
-        (0..SLOT_ROWS).any(|row| {
+        let in_run_row = (0..RUN_GROUPS.len()).any(|i| {
             (0..self.layout().shards).any(|sh| {
                 // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
+                matches!(slot_parts(self.slots().current(run_row(i), sh).load_acquire()),
+                    (Some(gid), handed) if split_gid(gid).0 == seg && local >= handed)
+            })
+        });
+        in_run_row
+            || (0..SLOT_ROWS).any(|row| {
+                (0..self.layout().shards).any(|sh| {
+                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                    matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
                     Some((s, base, mask)) if s == seg && (base..base + u32::BITS).contains(&local)
                         && mask & (1 << (local - base)) != 0)
+                })
             })
-        })
     }
 
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed

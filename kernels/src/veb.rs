@@ -597,6 +597,17 @@ impl<'a> Veb<'a> {
         self.search_exactly(|exact| self.run_pass(k, exact, window))
     }
 
+    /// One pass of `claim_run_within` through the summaries, for callers that fall back on
+    /// something else (and confirm "none" with `claim_run_within` before they report out of
+    /// memory): its `None` may be transient (a clear window).
+    #[inline(never)]
+    pub fn try_claim_run_within(&self, k: u64, window: u64) -> Option<u64> {
+        if k == 0 || k > self.layout.universe || k > window {
+            return None;
+        }
+        self.run_pass(k, false, window)
+    }
+
     /// One pass of `claim_run` (of runs within windows of `window` ids). Bounded: the start
     /// only moves up, and stays at one index for at most `RUN_CLAIM_TRIES` lost races.
     fn run_pass(&self, k: u64, exact: bool, window: u64) -> Option<u64> {

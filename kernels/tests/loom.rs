@@ -75,7 +75,7 @@ fn search_after_insert_sees_it_while_a_remover_clears_the_summary() {
     });
 }
 
-/// The same race for a claim (`claim_block` takes blocks this way): it must get 64 (then A's
+/// The same race for a claim (`claim_blocks` takes blocks this way): it must get 64 (then A's
 /// remove fails) or 65, never report the tree empty.
 #[test]
 fn claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
