@@ -75,6 +75,12 @@ echo "== nvcc: $nvcc"
 echo "== driver: $driver ($(sha256sum "$driver" | cut -c1-16))"
 
 common=(-O3 -std=c++17 -arch="$arch" -cudart static -I"$stage/survey/include" -I"$stage/survey/frameworks")
+# An nvcc unpacked from the PyPI wheels (nvidia-cuda-nvcc, -crt, -nvvm, -runtime, -cccl) keeps its
+# libraries in lib/, while its nvcc.profile only searches lib64/: point the linker at lib/ then.
+nvcc_root=$(cd "$(dirname "$nvcc")/.." && pwd)
+if [ ! -e "$nvcc_root/lib64" ] && [ -f "$nvcc_root/lib/libcudart_static.a" ]; then
+  common+=(-L"$nvcc_root/lib")
+fi
 # The flags of each binary, as documented at the top of peerbench.cu.
 declare -A defs=(
   [peer_gallatin]="-DTEST_GAL"
