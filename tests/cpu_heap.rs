@@ -6,6 +6,7 @@ use std::sync::{Barrier, Mutex};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{blocks_per_segment, class_of, slice_bytes, slices_per_block};
+use veballoc::kernels::class::align_of_request;
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES, SLICES_PER_BLOCK};
@@ -92,7 +93,7 @@ fn churn(shards: u32) {
                         let size = random_size(&mut rng);
                         let p = h.malloc(size);
                         assert!(!p.is_null(), "heap of 1.5 GiB ran out at round {r}");
-                        assert_eq!(p as u64 % 16, 0);
+                        assert_eq!(p as u64 % align_of_request(size), 0);
                         assert!(h.usable_size(p) >= size);
                         let tag = (t as u64) << 48 | r as u64;
                         fill(p, size, tag);
@@ -568,26 +569,25 @@ fn large_runs_end_in_blocks_of_the_next_segment() {
 /// Each group takes whole segments, so a heap may have none left for a class whose group has
 /// no room while a larger group's blocks have some: the request then takes a slice of a
 /// larger class (up to `FALLBACK_CLASSES` up) rather than null. With one segment, formatted
-/// for the group of 2..4 KiB slices, 1500-byte requests used to get null.
+/// for the group of 1 MiB blocks (160 B .. 256 KiB slices), 100-byte requests (112-byte slices,
+/// blocks of 512 KiB) take 160-byte slices; without the fallback they got null.
 #[test]
 fn a_class_without_room_takes_a_larger_slice() {
     let cpu = CpuHeap::new(1, 1);
     let h = cpu.heap();
     let a = h.malloc(4096);
     assert!(!a.is_null());
-    let ps = cpu.warp_malloc(&[1500; 32]);
+    let ps = cpu.warp_malloc(&[100; 32]);
     assert!(ps.iter().all(|p| !p.is_null()), "{ps:?}");
     for w in ps.windows(2) {
         assert_eq!(
             w[1] as u64 - w[0] as u64,
-            2560,
+            160,
             "one group, slices of the smallest larger class with room"
         );
     }
-    let b = h.malloc(1500);
-    assert_eq!(h.usable_size(b), 2560);
-    // Two doublings up at most: 16-byte requests do not take 4 KiB slices.
-    assert!(h.malloc(16).is_null());
+    let b = h.malloc(100);
+    assert_eq!(h.usable_size(b), 160);
     for p in ps.into_iter().chain([a, b]) {
         h.free(p);
     }

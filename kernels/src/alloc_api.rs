@@ -3,8 +3,9 @@
 //! collections take it as their allocator: `Vec::new_in(heap)`, `Box::new_in(x, heap)`,
 //! `BTreeMap::new_in(heap)` (with `alloc`), in kernels and in the CPU model alike.
 //!
-//! Every power-of-two alignment up to a segment (16 MiB) is honoured: up to 16 bytes by any
-//! slice; up to the largest slice (1 MiB), the request is rounded up to a power of two at least
+//! Every power-of-two alignment up to a segment (16 MiB) is honoured: up to 8 bytes by any
+//! slice, 16 by any slice but the 24-byte class (sizes are rounded up to 16 bytes for it); up
+//! to the largest slice (1 MiB), the request is rounded up to a power of two at least
 //! the alignment, a slice class whose slices lie at multiples of their size from the heap's
 //! base; above that, the request asks for more than a segment, which starts at a segment
 //! boundary (requests of 1..16 MiB are runs of 256 KiB blocks, aligned to 256 KiB only). The
@@ -29,8 +30,11 @@ use crate::class::MAX_SLICE_BYTES;
 use crate::heap::DeviceHeap;
 use crate::SEGMENT_BYTES;
 
-/// Alignment every allocation of the heap has (its smallest slice).
-pub const MIN_ALIGN: usize = 16;
+/// Alignment every allocation of the heap has (24-byte slices are 8-byte aligned).
+pub const MIN_ALIGN: usize = 8;
+/// Alignment of every allocation whose size is a multiple of 16 (every slice class but 24 B
+/// is a multiple of 16, see `class`).
+pub const SLICE_ALIGN: usize = 16;
 
 impl DeviceHeap {
     /// Bytes to ask `malloc` for so that the result can be aligned to `layout.align()`.
@@ -39,6 +43,9 @@ impl DeviceHeap {
         let (size, align) = (layout.size() as u64, layout.align() as u64);
         if align <= MIN_ALIGN as u64 {
             size
+        } else if align <= SLICE_ALIGN as u64 {
+            // Never the 8-aligned 24-byte class.
+            size.next_multiple_of(SLICE_ALIGN as u64)
         } else if align <= MAX_SLICE_BYTES {
             // A power-of-two slice lies at a multiple of its size (from the base).
             size.max(align).next_power_of_two()

@@ -1,19 +1,29 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
-//! Class sizes: 16, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, 192, 224,
-//! 256, 320, ...) up to `MAX_CLASS_BYTES` (1 MiB), 60 classes: class `c >= 3` has slices of
-//! `(4 + (c - 3) % 4) << (4 + (c - 3) / 4)` bytes. So a request of `size` bytes gets at most
+//! Class sizes: 16, 24, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, 192,
+//! 224, 256, 320, ...) up to `MAX_CLASS_BYTES` (1 MiB), 61 classes: class `c >= 4` has slices
+//! of `(4 + (c - 4) % 4) << (4 + (c - 4) / 4)` bytes. So a request of `size` bytes gets at most
 //! `size + 15` bytes below 64 B and at most `1.25 * size` from 64 B up (the next class is at
 //! most a quarter larger than the previous one, which is smaller than `size`).
 //!
-//! Classes share segments by group: group `g` holds the classes of sizes in
-//! `(8 << g, 16 << g]` (one doubling: one class for 16 and 32 B, two for 48..64 B, then four),
-//! so sizes of 16 B .. 4 KiB use 9 groups. A segment formatted for a group is cut into blocks
-//! of `group_block_bytes(g)` (a power of two: 4096 of the group's largest slices up to 1 MiB
-//! blocks, then 1 MiB, then four of the largest slices), so a pointer's block is a shift; each
-//! block serves one class, recorded in its metadata when it is installed, and holds
-//! `slices_per_block(c) = floor(block / slice)` slices (what is left at the block's end is
-//! less than one slice: at most 1/16 of the block up to 32 KiB slices, 1/8 above).
+//! Alignment: a slice of `m << e` bytes (odd `m`) lies at a multiple of `1 << e` from its
+//! block, whose address is a multiple of 64 KiB from segment 0: 16 bytes for every class but
+//! 24 B, whose slices are 8-byte aligned. A type of 17..24 bytes needs no more (its size is a
+//! multiple of its alignment); `malloc_layout` asks for 32 bytes when 16 are needed.
+//!
+//! Classes share segments by group: a group is a block size, and a segment formatted for
+//! group `g` is cut into blocks of `group_block_bytes(g)` (64 KiB << g), so a pointer's block is
+//! a shift. A class's block size is 4096 slices of the largest size of its doubling (16 << d
+//! for sizes in (8 << d, 16 << d]), at most 1 MiB (`BLOCK_TARGET_BYTES`), and at least four
+//! such slices: 64 KiB for 16 B, 128 KiB for 32 B, 256 KiB for 48..64 B, 512 KiB for
+//! 80..128 B, 1 MiB for 160 B .. 256 KiB, 2 and 4 MiB above: seven groups. Every class of a
+//! group takes blocks from the group's one tree and segments, so that a free block of 1 MiB
+//! serves any class from 160 B to 256 KiB (with one group per doubling, 17 in all, free blocks
+//! of one doubling's segments could not serve another's, and a churn of mixed sizes found no
+//! room with a sixth of the heap in such blocks). Each block serves one class, recorded in its
+//! metadata when it is installed, and holds `slices_per_block(c) = floor(block / slice)`
+//! slices (what is left at the block's end is less than one slice: at most 1/16 of the block
+//! up to 32 KiB slices, 1/8 above).
 //! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
 //! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
 //! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
@@ -25,9 +35,12 @@ use crate::SEGMENT_BYTES;
 
 /// log2 of the smallest slice (16 B): also the unit of the hand-out bitmap.
 pub const MIN_SLICE_SHIFT: u32 = 4;
-/// Classes of multiples of 16 bytes below the four-per-doubling ones: 16, 32, 48 (64 is the
-/// first of the four-per-doubling scheme, class `LINEAR_CLASSES`).
-pub const LINEAR_CLASSES: usize = 3;
+/// Classes below the four-per-doubling ones: 16, 24, 32, 48 (64 is the first of the
+/// four-per-doubling scheme, class `LINEAR_CLASSES`). 24 B makes requests of 17..24 bytes (a
+/// pair of pointers and a count, say) take 24 bytes, not 32.
+pub const LINEAR_CLASSES: usize = 4;
+/// Mantissas and exponents of the classes below 64 B: 16, 24, 32, 48 (see `mant_exp`).
+const LINEAR_SIZES: [(u32, u32); LINEAR_CLASSES] = [(1, 4), (3, 3), (1, 5), (3, 4)];
 /// log2 of the classes per doubling from 64 B up.
 pub const SUB_CLASS_BITS: u32 = 2;
 /// Largest class (and largest slice): 1 MiB.
@@ -36,13 +49,15 @@ pub const MAX_CLASS_BYTES: u64 = 1 << 20;
 pub const NUM_CLASSES: usize = class_of(MAX_CLASS_BYTES) + 1;
 /// Largest request served by slices (the warp-coalesced path).
 pub const MAX_SLICE_BYTES: u64 = MAX_CLASS_BYTES;
-/// Number of groups (segment formats): one per doubling of the slice size.
+/// Number of groups (segment formats): one per block size, 64 KiB .. 4 MiB.
 pub const NUM_GROUPS: usize = group_of(NUM_CLASSES - 1) + 1;
+/// log2 of the smallest block (group 0: 64 KiB, 4096 slices of 16 B).
+pub const MIN_BLOCK_SHIFT: u32 = MIN_SLICE_SHIFT + 12;
 /// Most slices in a block (`GOT_BITS` in `heap.rs` must hold it).
 pub const MAX_SLICES_PER_BLOCK: u32 = 8192;
-/// Blocks of groups with 256 B .. 256 KiB slices are this large (smaller slices have 4096 to
-/// a block, larger ones four): so that a multiprocessor's current block holds little of a
-/// segment.
+/// Blocks for slices of 160 B .. 256 KiB are this large (smaller slices have 4096 of their
+/// doubling's largest to a block, larger ones four): so that a multiprocessor's current
+/// block holds little of a segment.
 pub const BLOCK_TARGET_BYTES: u64 = 1 << 20;
 /// Global block ids are `segment << BLOCK_ID_SHIFT | block in segment` for every group.
 pub const BLOCK_ID_SHIFT: u32 = 8;
@@ -55,25 +70,37 @@ pub const MAX_BLOCKS_PER_SEGMENT: u32 = 1 << BLOCK_ID_SHIFT;
 #[inline(always)]
 pub const fn class_of(size: u64) -> usize {
     if size <= 64 {
-        // 1..=16 -> 0, 17..=32 -> 1, 33..=48 -> 2, 49..=64 -> 3.
+        // 1..=16 -> 0, 17..=24 -> 1, 25..=32 -> 2, 33..=48 -> 3, 49..=64 -> 4.
         let s = if size == 0 { 1 } else { size };
-        ((s - 1) >> MIN_SLICE_SHIFT) as usize
+        let q = ((s - 1) >> MIN_SLICE_SHIFT) as usize;
+        q + (q > 1 || s > 24) as usize
     } else {
         // x >= 64 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
-        // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r.
+        // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r + 1.
         let x = size - 1;
         let l = 63 - x.leading_zeros();
         let r = ((x >> (l - SUB_CLASS_BITS)) & 3) as u32;
-        (4 * (l - 5) + r) as usize
+        (4 * (l - 5) + r + 1) as usize
+    }
+}
+
+/// The alignment `malloc(size)` guarantees: 8 bytes for requests of the 24-byte class
+/// (17..24 bytes), 16 for every other size.
+#[inline(always)]
+pub const fn align_of_request(size: u64) -> u64 {
+    if size > 16 && size <= 24 {
+        8
+    } else {
+        16
     }
 }
 
 /// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`, with `m` in
-/// 1..=4 (classes 0..=3) or 4..=7.
+/// 1 or 3 (classes below `LINEAR_CLASSES`) or 4..=7.
 #[inline(always)]
 const fn mant_exp(c: usize) -> (u32, u32) {
-    if c <= LINEAR_CLASSES {
-        (c as u32 + 1, MIN_SLICE_SHIFT)
+    if c < LINEAR_CLASSES {
+        LINEAR_SIZES[c]
     } else {
         let k = (c - LINEAR_CLASSES) as u32;
         (4 + (k & 3), MIN_SLICE_SHIFT + (k >> SUB_CLASS_BITS))
@@ -97,17 +124,11 @@ pub const fn ceil_log2(size: u64) -> u32 {
     }
 }
 
-/// The group (segment format) of class `c`: sizes in `(8 << g, 16 << g]`.
+/// log2 of the block size for slices of `s` bytes: 4096 of the largest size of their
+/// doubling (`1 << ceil_log2(s)`), at most `BLOCK_TARGET_BYTES`, and at least four of them.
 #[inline(always)]
-pub const fn group_of(c: usize) -> usize {
-    (ceil_log2(slice_bytes(c)) - MIN_SLICE_SHIFT) as usize
-}
-
-/// log2 of the block size of group `g`: 4096 of its largest slices, at most 1 MiB, and at
-/// least four of its largest slices.
-#[inline(always)]
-pub const fn group_block_shift(g: usize) -> u32 {
-    let k = g as u32 + MIN_SLICE_SHIFT;
+const fn block_shift_for(s: u64) -> u32 {
+    let k = ceil_log2(s);
     let target = BLOCK_TARGET_BYTES.trailing_zeros();
     let small = k + 12;
     let large = if k + 2 > target { k + 2 } else { target };
@@ -116,6 +137,18 @@ pub const fn group_block_shift(g: usize) -> u32 {
     } else {
         large
     }
+}
+
+/// The group (segment format) of class `c`: its block size (see the module docs).
+#[inline(always)]
+pub const fn group_of(c: usize) -> usize {
+    (block_shift_for(slice_bytes(c)) - MIN_BLOCK_SHIFT) as usize
+}
+
+/// log2 of the block size of group `g`.
+#[inline(always)]
+pub const fn group_block_shift(g: usize) -> u32 {
+    MIN_BLOCK_SHIFT + g as u32
 }
 
 /// Bytes of a block of group `g`.
@@ -199,7 +232,7 @@ impl Divisor {
 pub const RUN_BLOCK_BYTES: u64 = 256 << 10;
 /// The group whose blocks (256 KiB, 64 to a segment) serve runs of whole blocks, for
 /// requests above `MAX_SLICE_BYTES` up to a segment, and the tails of multi-segment runs.
-pub const RUN_GROUP: usize = (RUN_BLOCK_BYTES.trailing_zeros() - 12 - MIN_SLICE_SHIFT) as usize;
+pub const RUN_GROUP: usize = (RUN_BLOCK_BYTES.trailing_zeros() - MIN_BLOCK_SHIFT) as usize;
 
 /// The group whose blocks (64 KiB, the smallest) serve runs of whole blocks for requests of
 /// `heap::UNIT_RUN_MIN` bytes up to `MAX_SLICE_BYTES` (see `heap::takes_unit_run`).
@@ -226,12 +259,13 @@ const fn check_table() {
     let mut c = 0;
     while c < NUM_CLASSES {
         let s = slice_bytes(c);
-        assert!(s.is_multiple_of(16), "slices are 16-byte multiples");
+        assert!(s.is_multiple_of(16) || s == 24, "slices are 16-byte multiples, or 24 B");
         assert!(class_of(s) == c, "a class's own size maps to it");
         assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
         assert!(slice_divisor(c).value() == s);
         let g = group_of(c);
-        assert!(s > (8 << g) && s <= (16 << g), "group g holds sizes in (8 << g, 16 << g]");
+        assert!(group_block_shift(g) == block_shift_for(s), "a group is a block size");
+        assert!(c == 0 || group_of(c - 1) <= g, "groups follow the classes");
         assert!(slices_per_block(c) as u64 == block_bytes(c) / s);
         assert!(slices_per_block(c) >= 4 && slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
         c += 1;

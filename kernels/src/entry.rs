@@ -230,7 +230,7 @@ pub unsafe extern "ptx-kernel" fn vb_write(ptrs: *const u64, n: u64, size: u64, 
 }
 
 /// Checks what `vb_write` wrote. `errors[0]` counts bad words, `errors[1]` null pointers,
-/// `errors[2]` pointers not 16-byte aligned.
+/// `errors[2]` pointers less aligned than `malloc` promises (`class::align_of_request`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_verify(
     ptrs: *const u64,
@@ -254,7 +254,7 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
                 }
                 return;
             }
-            if (p as u64) % 16 != 0 {
+            if !(p as u64).is_multiple_of(crate::class::align_of_request(size)) {
                 // Relaxed: as above.
                 (&*(errors.add(2) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
             }

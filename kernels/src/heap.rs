@@ -243,8 +243,9 @@ impl DeviceHeap {
         self.counter(i).fetch_add_relaxed(n);
     }
 
-    /// Allocates `size` bytes (16-byte aligned). Null for `size == 0` or when the heap is
-    /// full; never blocks for long (every retry loop is bounded).
+    /// Allocates `size` bytes (aligned to `class::align_of_request(size)`: 16 bytes, 8 for
+    /// 17..24). Null for `size == 0` or when the heap is full; never blocks for long (every
+    /// retry loop is bounded).
     #[inline]
     pub fn malloc(&self, size: u64) -> *mut u8 {
         if size == 0 {
@@ -714,7 +715,7 @@ impl DeviceHeap {
         let p = self.malloc(total);
         if !p.is_null() {
             // SAFETY: p holds at least round_up(total, 8) bytes (every usable size is a
-            // multiple of 16) and is 16-aligned.
+            // multiple of 8) and is 8-aligned.
             unsafe { fill_words(p as *mut u64, total.div_ceil(8), 0) };
         }
         p
@@ -744,7 +745,7 @@ impl DeviceHeap {
         }
         let q = self.malloc(size);
         if !q.is_null() {
-            // SAFETY: both are 16-aligned, hold at least `have` bytes (a multiple of 16), and
+            // SAFETY: both are 8-aligned, hold at least `have` bytes (a multiple of 8), and
             // do not overlap (q was free while ptr was live).
             unsafe { copy_words(ptr as *const u64, q as *mut u64, have / 8) };
             self.free(ptr);

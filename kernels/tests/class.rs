@@ -2,9 +2,9 @@
 #![cfg(not(loom))]
 
 use veballoc_kernels::class::{
-    block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes, group_blocks_per_segment,
-    group_of, slice_bytes, slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES,
-    MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
+    align_of_request, block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes,
+    group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT,
+    MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
 };
 use veballoc_kernels::SEGMENT_BYTES;
 
@@ -15,14 +15,17 @@ fn smallest_class(size: u64) -> usize {
 
 #[test]
 fn class_sizes_are_increasing_16_byte_multiples() {
-    assert_eq!((NUM_CLASSES, NUM_GROUPS), (60, 17), "as docs/architecture.md says");
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (61, 7), "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
-    let first: Vec<u64> = (0..12).map(slice_bytes).collect();
-    assert_eq!(first, [16, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
+    let first: Vec<u64> = (0..13).map(slice_bytes).collect();
+    assert_eq!(first, [16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
     for c in 1..NUM_CLASSES {
         assert!(slice_bytes(c) > slice_bytes(c - 1));
-        assert_eq!(slice_bytes(c) % 16, 0);
+        // Every class but 24 B is a multiple of 16 (16-byte alignment); 24 B of 8.
+        let align = if slice_bytes(c) == 24 { 8 } else { 16 };
+        assert_eq!(slice_bytes(c) % align, 0);
+        assert_eq!(align_of_request(slice_bytes(c)), align);
     }
 }
 
@@ -66,7 +69,10 @@ fn block_geometry() {
     }
     for c in 0..NUM_CLASSES {
         let (s, b, n, g) = (slice_bytes(c), block_bytes(c), slices_per_block(c), group_of(c));
-        assert!(s > 8 << g && s <= 16 << g, "class {c} in group {g}");
+        // A group is a block size: 4096 of the largest size of the class's doubling, at
+        // most 1 MiB, at least four of them.
+        let top = s.next_power_of_two();
+        assert_eq!(b, (4096 * top).min((1 << 20).max(4 * top)), "class {c} in group {g}");
         assert_eq!(b, group_block_bytes(g));
         assert_eq!(blocks_per_segment(c), group_blocks_per_segment(g));
         assert_eq!(n as u64, b / s, "class {c}");
@@ -76,12 +82,13 @@ fn block_geometry() {
         let left = b - n as u64 * s;
         assert!(left < s);
         assert!(left * if n >= 32 { 16 } else { 8 } <= b, "class {c}: {left} of {b} left");
-        if b < 1 << 20 {
-            assert_eq!(b, 4096 * (16 << g), "small groups: 4096 of the largest slice");
-        }
     }
-    // Sizes 16 B .. 4 KiB use nine groups, as the nine power-of-two classes did.
-    assert_eq!(group_of(class_of(4096)) - group_of(class_of(16)) + 1, 9);
+    // Every class from 160 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
+    // segments any of them can use).
+    let g = group_of(class_of(160));
+    assert_eq!(group_block_bytes(g), 1 << 20);
+    assert!((class_of(160)..=class_of(256 << 10)).all(|c| group_of(c) == g));
+    assert!((0..g).all(|h| group_block_bytes(h) < 1 << 20));
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which

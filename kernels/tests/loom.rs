@@ -528,6 +528,8 @@ mod real {
 
     /// A 4 KiB class: 16 blocks of 1 MiB per segment, 256 slices per block.
     const SIZE: u64 = 4096;
+    /// A class of another group than `SIZE`'s: 128 B, 32 blocks of 512 KiB per segment.
+    const OTHER: u64 = 128;
 
     /// (1) Two mallocs on an empty heap, on one multiprocessor: one is elected to install a
     /// block (formatting the segment), the other waits for it; both get distinct slices of
@@ -568,7 +570,7 @@ mod real {
     /// release inserts, the claim's acquire).
     #[test]
     fn last_free_recycles_and_reclaims_while_another_group_claims() {
-        let (c1, c2) = (class_of(SIZE), class_of(2 * SIZE));
+        let (c1, c2) = (class_of(SIZE), class_of(OTHER));
         assert_ne!(group_of(c1), group_of(c2));
         model(PREEMPTIONS, move || {
             let m = Model::new(1, [slices(c1, 0..1, 2), slices(c2, 0..1, 1)].concat());
@@ -755,7 +757,7 @@ mod real {
     /// `OutCount` from the validator) while `format_segment` set it with a plain store.
     #[test]
     fn a_reclaim_races_a_malloc_of_another_group() {
-        let (c1, c2) = (class_of(SIZE), class_of(2 * SIZE));
+        let (c1, c2) = (class_of(SIZE), class_of(OTHER));
         assert_ne!(group_of(c1), group_of(c2));
         model(PREEMPTIONS, move || {
             let m = Model::new(1, slices(c2, 0..1, 1));
@@ -772,7 +774,7 @@ mod real {
                 r.heap.blocks().trim_segment(0);
             });
             set_host_thread_index(2);
-            let q = m.heap.malloc(2 * SIZE);
+            let q = m.heap.malloc(OTHER);
             reclaimer.join().unwrap();
             assert!(!q.is_null(), "null from a heap with nothing live (the reclaim window)");
             m.cells.write(q);
