@@ -628,30 +628,33 @@ fn random_sizes_fill_the_heap() {
     }
 }
 
-/// A slot whose blocks run out fast claims several at once and keeps the rest in its reserve
-/// (`slice::max_batch`): the validator counts them, `trim` returns them, and a request that
-/// finds the heap full gets them back (null still means full).
+/// A slot whose runs run out fast takes its next run of several blocks at once
+/// (`slice::max_run`): the validator counts the run's blocks, `trim` gives back those it has
+/// not handed out, and filling the heap to the first null loses none of them (null still
+/// means full).
 #[test]
-fn fast_slots_claim_ahead_and_give_the_reserve_back() {
-    use veballoc::kernels::slice::max_batch;
+fn fast_slots_take_runs_of_blocks() {
+    use veballoc::kernels::slice::max_run;
     const SEGMENTS: u32 = 4;
     let size = 4096;
-    assert!(max_batch(class_of(size)) > 1, "4 KiB slots claim blocks in batches");
+    let c = class_of(size);
+    assert!(max_run(c) > 1, "4 KiB slots take runs of blocks");
     let cpu = CpuHeap::new(SEGMENTS, 1);
     let h = cpu.heap();
-    // Blocks of 256 slices run out within microseconds here: the batch grows.
+    // Runs of 256 slices run out within microseconds here: the runs grow.
     let mut live = Vec::new();
     for _ in 0..64 {
         live.extend(cpu.warp_malloc(&[size; 32]));
     }
     assert!(live.iter().all(|p| !p.is_null()));
+    let needed = (live.len() as u64).div_ceil(slices_per_block(c) as u64);
     let s = h.validate().expect("heap consistent");
-    assert!(s.reserved_blocks > 0, "claimed ahead: {s:?}");
+    assert!(s.slice_blocks[c] > needed, "blocks taken ahead in the current run: {s:?}");
     assert_eq!(s.bytes_in_use, live.len() as u64 * size);
     h.trim();
     let s = h.validate().expect("heap consistent");
-    assert_eq!(s.reserved_blocks, 0, "trim empties the reserves: {s:?}");
-    // Fill to the first null: reserved blocks are not lost to other classes or to the end.
+    assert_eq!(s.slice_blocks[c], needed, "trim gives back the run's untouched blocks: {s:?}");
+    // Fill to the first null: the runs' blocks are not lost to other classes or to the end.
     loop {
         let ps = cpu.warp_malloc(&[size; 32]);
         let got = ps.iter().filter(|p| !p.is_null()).count();
@@ -661,29 +664,30 @@ fn fast_slots_claim_ahead_and_give_the_reserve_back() {
         }
     }
     let share = (live.len() as u64 * size) as f64 / h.capacity() as f64;
-    assert!(share >= 0.9, "only {:.1}% of the heap", 100.0 * share);
+    assert!(share >= 0.99, "only {:.1}% of the heap", 100.0 * share);
     for p in live {
         h.free(p);
     }
     assert_empty(h);
 }
 
-/// The reclaim sweep a failing request runs before it returns null gives back every slot's
-/// reserve, including other classes' (a reserve holds untouched blocks of its group, which
-/// another class of the group can use): no reserved block outlives a null.
-/// (Found when the sweep became `trim_idle`, which at first left reserves alone.)
+/// The reclaim sweep a failing request runs before it returns null gives back the blocks of
+/// every current run that it has not handed out, also of a run whose block being handed out
+/// holds live slices (that block stays current): no untouched block outlives a null. Here
+/// 2560-byte slots take runs of several 1 MiB blocks, and 4 KiB requests (the same group)
+/// then fill the heap.
 #[test]
-fn the_sweep_before_a_null_empties_every_reserve() {
+fn the_sweep_before_a_null_gives_back_every_untouched_block() {
     const SEGMENTS: u32 = 4;
     let cpu = CpuHeap::new(SEGMENTS, 1);
     let h = cpu.heap();
-    // 2560-byte slots run out fast here: their reserve fills.
-    let mut live: Vec<_> = (0..64).flat_map(|_| cpu.warp_malloc(&[2560; 32])).collect();
-    assert!(h.validate().expect("heap consistent").reserved_blocks > 0);
-    // Another class of the same group (4 KiB, whose fallback classes are in the next group)
-    // fills the rest of the heap.
+    let (small, large) = (2560u64, 4096u64);
+    let mut live: Vec<_> = (0..64).flat_map(|_| cpu.warp_malloc(&[small; 32])).collect();
+    let c = class_of(small);
+    let needed = (live.len() as u64).div_ceil(slices_per_block(c) as u64);
+    assert!(h.validate().expect("heap consistent").slice_blocks[c] > needed, "a run with blocks ahead");
     loop {
-        let ps = cpu.warp_malloc(&[4096; 32]);
+        let ps = cpu.warp_malloc(&[large; 32]);
         let got = ps.iter().filter(|p| !p.is_null()).count();
         live.extend(ps.into_iter().filter(|p| !p.is_null()));
         if got < 32 {
@@ -691,43 +695,66 @@ fn the_sweep_before_a_null_empties_every_reserve() {
         }
     }
     let s = h.validate().expect("heap consistent");
-    assert_eq!(s.reserved_blocks, 0, "a reserve outlived the sweep before the null: {s:?}");
+    assert_eq!(
+        s.slice_blocks[c], needed,
+        "a run's untouched blocks outlived the sweep before the null: {s:?}"
+    );
     for p in live {
         h.free(p);
     }
     assert_empty(h);
 }
 
-/// Slots of the small classes (64-256 KiB blocks, whose leaf words hold 64 of a segment's up
-/// to 256 blocks) reserve blocks too once their blocks run out fast (`slice::max_batch`: two):
-/// the reserve names its 32-block window of the leaf word, and the validator and `trim`
-/// account for it.
+/// A take that crosses the end of a block of the slot's run comes in two pieces: the rest of
+/// that block and the start of the next one (3 KiB slices: 341 to a 1 MiB block, so that
+/// warps of 32 do not divide a block). Every slice is handed out once, the validator agrees,
+/// and everything comes back.
 #[test]
-fn small_classes_reserve_blocks_in_their_window() {
-    use veballoc::kernels::slice::max_batch;
-    for size in [16u64, 32, 64] {
-        let c = class_of(size);
-        assert_eq!(max_batch(c), 2, "size {size}");
-        let cpu = CpuHeap::new(2, 1);
-        let h = cpu.heap();
-        // One take of a whole block exhausts it microseconds after its install: the next
-        // install claims two blocks, and the second waits in the reserve.
-        let (base, got) = h.take_slices(c, slices_per_block(c)).expect("a block");
-        assert_eq!(got, slices_per_block(c));
+fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
+    use veballoc::kernels::slice::max_run;
+    let size = 3072u64;
+    let c = class_of(size);
+    let per = slices_per_block(c);
+    assert_eq!(per, 341);
+    assert!(max_run(c) >= 2);
+    let cpu = CpuHeap::new(2, 1);
+    let h = cpu.heap();
+    let mark = |t: &veballoc::kernels::slice::Taken| {
         if h.checking() {
-            // take_slices does not mark what it takes (malloc does): mark the slices, so that
-            // the validator's bitmap check holds in the checked build too.
-            h.hand_out().mark_handed_out(base, c, got);
+            // take_slices does not mark what it takes (malloc does).
+            h.hand_out().mark_handed_out(t.base, c, t.got);
+            if t.got2 > 0 {
+                h.hand_out().mark_handed_out(t.base2, c, t.got2);
+            }
         }
-        let ps: Vec<*mut u8> = (0..got as u64).map(|i| (base + i * slice_bytes(c)) as *mut u8).collect();
-        let s = h.validate().expect("heap consistent");
-        assert!(s.reserved_blocks >= 1, "size {size}: {s:?}");
-        assert_eq!(s.bytes_in_use, ps.len() as u64 * slice_bytes(c));
-        for p in ps {
-            h.free(p);
-        }
-        assert_empty(h);
+    };
+    // A whole block at once: the slot's next run is two blocks (it ran out at once).
+    let first = h.take_slices(c, per).expect("a block");
+    assert_eq!((first.got, first.got2), (per, 0));
+    mark(&first);
+    let a = h.take_slices(c, 320).expect("the run's first block");
+    assert_eq!((a.got, a.got2), (320, 0));
+    mark(&a);
+    let b = h.take_slices(c, 32).expect("across the block's end");
+    assert_eq!((b.got, b.got2), (per - 320, 32 - (per - 320)), "{b:?}");
+    assert_eq!(b.base, a.base + 320 * size);
+    let block_start = |p: u64| p - (p - h.mem) % (1 << 20);
+    assert_eq!(b.base2, block_start(a.base) + (1 << 20), "the next block of the run");
+    mark(&b);
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.bytes_in_use, (per + 352) as u64 * size);
+    let mut all = Vec::new();
+    for t in [first, a, b] {
+        all.extend((0..t.total()).map(|r| t.addr(r, size)));
     }
+    let mut sorted = all.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), all.len(), "a slice handed out twice");
+    for p in all {
+        h.free(p as *mut u8);
+    }
+    assert_empty(h);
 }
 
 /// Runs of whole blocks (here 300000 B: five 64 KiB blocks) come from their group's run row:

@@ -73,7 +73,18 @@ fn layout_for(bytes: u64, shards: u32, checks: bool) -> Result<HeapLayout> {
     let maximum = HeapLayout::MAX_SEGMENTS as u64 * SEGMENT_BYTES;
     let unsupported = || Error::HeapSizeUnsupported { requested: bytes, maximum };
     let segments = HeapLayout::checked_segments_for_bytes(bytes).ok_or_else(unsupported)?;
-    HeapLayout::try_new(segments, shards, checks).ok_or_else(unsupported)
+    let layout = HeapLayout::try_new(segments, shards, checks).ok_or_else(unsupported)?;
+    Ok(match pin_shift_override() {
+        Some(shift) => layout.with_pin_shift(shift),
+        None => layout,
+    })
+}
+
+/// `VEBALLOC_PIN_SHIFT=n`: heaps made by this process let their current blocks pin up to
+/// capacity `>> n` (see `kernels::layout::PIN_SHIFT`; 64 and above: every row uses every
+/// slot). For A/B runs of the speed/memory trade-off; unset, the default.
+fn pin_shift_override() -> Option<u32> {
+    std::env::var("VEBALLOC_PIN_SHIFT").ok()?.parse().ok()
 }
 
 /// Free segments `trim_memory(keep_bytes)` keeps mapped, at most all of them.
@@ -96,7 +107,7 @@ impl Heap {
     /// Creates a heap of `bytes` (rounded down to whole 16 MiB segments) and initializes it.
     /// Its segment 0 lies at a multiple of 16 MiB (a `cuMemAlloc` that comes back less
     /// aligned is made a segment larger). Errors: `HeapTooSmall` under one segment,
-    /// `HeapSizeUnsupported` over `HeapLayout::MAX_SEGMENTS` segments (256 TiB),
+    /// `HeapSizeUnsupported` over `HeapLayout::MAX_SEGMENTS` segments (8 TiB),
     /// `HeapTooLarge` over the GPU's free memory.
     pub fn new(gpu: &Gpu, bytes: u64) -> Result<Heap> {
         Self::with_shards(gpu, bytes, DEFAULT_SHARDS)

@@ -171,54 +171,95 @@ impl BlockBatch {
     pub const fn rest(&self) -> Self {
         Self { mask: self.mask & (self.mask.wrapping_sub(1)), ..*self }
     }
+
+    /// The consecutive blocks from the batch's lowest (how many), and the batch less them.
+    #[inline(always)]
+    pub const fn split_run(&self) -> (u32, Self) {
+        let low = self.mask.trailing_zeros();
+        let len = (!(self.mask >> low)).trailing_zeros();
+        let run = if len >= 64 { u64::MAX } else { ((1u64 << len) - 1) << low };
+        (len, Self { mask: self.mask & !run, ..*self })
+    }
 }
 
-/// A slot word: `(gid + 1) << 32 | slices handed out`; 0 means no block.
+/// Most blocks a current slot's run holds (see `slot_run_value`).
+pub const MAX_RUN_BLOCKS: u32 = 16;
+/// Bit of a slot word where the run's length less one starts (four bits: up to
+/// `MAX_RUN_BLOCKS`); below it, `gid + 1` (bits 32..60: segments below 2^20, see
+/// `HeapLayout::MAX_SEGMENTS`) and the slices handed out (bits 0..32).
+const SLOT_RUN_SHIFT: u32 = 60;
+const _: () = assert!(MAX_RUN_BLOCKS <= 1 << (64 - SLOT_RUN_SHIFT));
+const _: () = assert!(
+    (HeapLayout::MAX_SEGMENTS as u64) * (MAX_BLOCKS_PER_SEGMENT as u64) < 1 << (SLOT_RUN_SHIFT - 32),
+    "gid + 1 of every block fits below the run length"
+);
+
+/// A slot word for a run of `blocks` (1..=`MAX_RUN_BLOCKS`) consecutive blocks from `gid`, of
+/// which the first `handed` slices (counted through the run's blocks in order) are handed out:
+/// `(blocks - 1) << 60 | (gid + 1) << 32 | handed`; 0 means no block.
+#[inline(always)]
+pub const fn slot_run_value(gid: u64, blocks: u32, handed: u32) -> u64 {
+    ((blocks as u64 - 1) << SLOT_RUN_SHIFT) | ((gid + 1) << 32) | handed as u64
+}
+
+/// A slot word for one block (see `slot_run_value`).
 #[inline(always)]
 pub const fn slot_value(gid: u64, handed: u32) -> u64 {
-    ((gid + 1) << 32) | handed as u64
+    slot_run_value(gid, 1, handed)
 }
 
-/// Block (if any) and handed-out count of a slot word.
+/// First block (if any) and handed-out count of a slot word.
 #[inline(always)]
 pub const fn slot_parts(w: u64) -> (Option<u64>, u32) {
-    let g = w >> 32;
+    let g = (w >> 32) & ((1 << (SLOT_RUN_SHIFT - 32)) - 1);
     (if g == 0 { None } else { Some(g - 1) }, w as u32)
+}
+
+/// Blocks in the run of slot word `w` (1 for an empty slot).
+#[inline(always)]
+pub const fn slot_blocks(w: u64) -> u32 {
+    (w >> SLOT_RUN_SHIFT) as u32 + 1
 }
 
 /// What one add on a slot gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotTake {
-    /// Slices `start .. start + got` of block `gid` are ours; `exhausted`: this add took the
-    /// block's last slice (or went past it), so this taker must install the next block.
-    Fresh { gid: u64, start: u32, got: u32, exhausted: bool },
-    /// Block `gid` is used up; its exhauster is installing the next one.
+    /// Slices `start .. start + got` of the run of `blocks` blocks from `gid` are ours
+    /// (counted through the run's blocks in order); `exhausted`: this add took the run's last
+    /// slice (or went past it), so this taker must install the next run.
+    Fresh { gid: u64, blocks: u32, start: u32, got: u32, exhausted: bool },
+    /// The run from block `gid` is used up; its exhauster is installing the next one.
     Full { gid: u64 },
     /// No block; `elected`: this add was the first since the slot emptied, so this taker
     /// installs one (every later add sees a non-zero count and waits).
     Empty { elected: bool },
 }
 
-/// Takes up to `n` slices (1..=4096) from the block in `slot`, whose blocks hold `per_block`
-/// slices: one atomic, which also tells which block it was, so no stale read of the slot can
-/// hand out a recycled block.
+/// Takes up to `n` slices (1..=4096) from the run in `slot`, whose blocks hold `per_block`
+/// slices each: one atomic, which also tells which run it was, so no stale read of the slot
+/// can hand out a recycled block.
 #[inline(always)]
 pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
     // Acquire: reads-from the installer's release swap (or a later add in its release
-    // sequence), so the block's reset happens-before our use of its slices.
+    // sequence), so the blocks' reset happens-before our use of their slices.
     let old = slot.fetch_add_acquire(n as u64);
+    let total = per_block * slot_blocks(old);
     match slot_parts(old) {
         (None, count) => SlotTake::Empty { elected: count == 0 },
-        (Some(gid), count) if count >= per_block => SlotTake::Full { gid },
-        (Some(gid), start) => {
-            SlotTake::Fresh { gid, start, got: n.min(per_block - start), exhausted: start + n >= per_block }
-        }
+        (Some(gid), count) if count >= total => SlotTake::Full { gid },
+        (Some(gid), start) => SlotTake::Fresh {
+            gid,
+            blocks: slot_blocks(old),
+            start,
+            got: n.min(total - start),
+            exhausted: start + n >= total,
+        },
     }
 }
 
 /// Whether slot word `w` no longer shows what a taker that got `Full { gid }` (`full`:
-/// `Some(gid)`) or an unelected `Empty` (`None`) saw: a block with slices left (a new one, or
-/// the same one recycled and installed again), or an empty slot whose next add elects an
+/// `Some(gid)`) or an unelected `Empty` (`None`) saw: a run with slices left (a new one, or
+/// the same block recycled and installed again), or an empty slot whose next add elects an
 /// installer. Waiters poll this with plain loads instead of adding to the slot, so that the
 /// word every waiting warp of a multiprocessor would hammer stays quiet for the installer (each
 /// add on a hot word queues at its L2 slice behind the others). `per_block`: as in `slot_take`.
@@ -226,29 +267,52 @@ pub fn slot_take(slot: &Atom64, n: u32, per_block: u32) -> SlotTake {
 pub const fn slot_moved_on(w: u64, full: Option<u64>, per_block: u32) -> bool {
     match (slot_parts(w), full) {
         ((None, handed), _) => handed == 0,
-        ((Some(g), handed), Some(old)) => g != old || handed < per_block,
+        ((Some(g), handed), Some(old)) => g != old || handed < per_block * slot_blocks(w),
         ((Some(_), _), None) => true,
     }
 }
 
-/// Installs block `gid` (prepared with `BlockMeta::install`) in `slot`, for the taker that
-/// was elected or exhausted the previous block; returns what the slot held.
+/// Installs the run of `blocks` blocks from `gid` (each prepared with `BlockMeta::install`)
+/// in `slot`, for the taker that was elected or exhausted the previous run; returns what the
+/// slot held.
 #[inline(always)]
-pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
-    // AcqRel swap: publishes the block's reset to every later add; the old value tells the
-    // caller what the replaced block (if any) had handed out.
-    slot.swap_acq_rel(slot_value(gid, 0))
+pub fn slot_install_run(slot: &Atom64, gid: u64, blocks: u32) -> u64 {
+    // AcqRel swap: publishes the blocks' reset to every later add; the old value tells the
+    // caller what the replaced run (if any) had handed out.
+    slot.swap_acq_rel(slot_run_value(gid, blocks, 0))
 }
 
-/// Empties `slot`; returns its block and how many slices the block had handed out (the
-/// caller gives the rest back). Safe while others take: their adds land before (counted) or
-/// after (they see an empty slot). `per_block`: the slices of the slot's blocks.
+/// Installs block `gid` alone (see `slot_install_run`).
 #[inline(always)]
-pub fn slot_retire(slot: &Atom64, per_block: u32) -> Option<(u64, u32)> {
+pub fn slot_install(slot: &Atom64, gid: u64) -> u64 {
+    slot_install_run(slot, gid, 1)
+}
+
+/// Empties `slot`; returns its run's first block, its blocks and how many slices the run had
+/// handed out (the caller gives the rest back). Safe while others take: their adds land
+/// before (counted) or after (they see an empty slot). `per_block`: the slices of the slot's
+/// blocks.
+#[inline(always)]
+pub fn slot_retire(slot: &Atom64, per_block: u32) -> Option<(u64, u32, u32)> {
     // AcqRel: totally ordered with the takers' adds on the same word.
-    match slot_parts(slot.swap_acq_rel(0)) {
-        (Some(gid), count) => Some((gid, count.min(per_block))),
+    let w = slot.swap_acq_rel(0);
+    match slot_parts(w) {
+        (Some(gid), count) => Some((gid, slot_blocks(w), count.min(per_block * slot_blocks(w)))),
         (None, _) => None,
+    }
+}
+
+/// Slices of a run's block `j` that a run with `handed` slices handed out has passed (out of
+/// `per_block`).
+#[inline(always)]
+pub const fn run_block_handed(handed: u32, j: u32, per_block: u32) -> u32 {
+    let before = j * per_block;
+    if handed <= before {
+        0
+    } else if handed - before >= per_block {
+        per_block
+    } else {
+        handed - before
     }
 }
 

@@ -169,6 +169,32 @@ pub const fn slices_per_block(c: usize) -> u32 {
     slice_divisor(c).div(group_block_bytes(group_of(c))) as u32
 }
 
+/// `ceil(2^32 / slices_per_block(c))` for every class: `div_per_block` multiplies by it.
+const PER_BLOCK_RECIPROCALS: [u64; NUM_CLASSES] = {
+    let mut t = [0u64; NUM_CLASSES];
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        t[c] = (1u64 << 32).div_ceil(slices_per_block(c) as u64);
+        c += 1;
+    }
+    t
+};
+
+/// Largest `x` that `div_per_block` divides exactly (beyond any slice index of a run).
+pub const PER_BLOCK_DIVIDEND_LIMIT: u32 = 1 << 19;
+
+/// `x / slices_per_block(c)` for `x < PER_BLOCK_DIVIDEND_LIMIT` (a slice index in a slot's
+/// run of blocks), with no division by a variable: a multiply-high by a reciprocal from a
+/// table. Exact: with `d = slices_per_block(c)` and `M = (2^32 + t) / d` (`0 <= t < d`),
+/// `x * M / 2^32 = x / d + x * t / (d * 2^32)`, and the second term is below `1 / d` while
+/// `x * t < 2^32` (`x < 2^19`, `t < d <= 2^13`), so it cannot carry the fraction of `x / d`
+/// (at most `(d - 1) / d`) past the next integer. (The tests check every index of every
+/// class.)
+#[inline(always)]
+pub const fn div_per_block(c: usize, x: u32) -> u32 {
+    ((x as u64 * PER_BLOCK_RECIPROCALS[c]) >> 32) as u32
+}
+
 /// Bytes of a block of class `c` (its group's).
 #[inline(always)]
 pub const fn block_bytes(c: usize) -> u64 {
@@ -268,6 +294,7 @@ const fn check_table() {
         assert!(c == 0 || group_of(c - 1) <= g, "groups follow the classes");
         assert!(slices_per_block(c) as u64 == block_bytes(c) / s);
         assert!(slices_per_block(c) >= 4 && slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
+        assert!(MAX_SLICES_PER_BLOCK as u64 * PER_BLOCK_DIVIDEND_LIMIT as u64 <= 1 << 32);
         c += 1;
     }
     let mut g = 0;

@@ -98,8 +98,8 @@ impl CpuHeap {
                 for (rank, &l) in group.iter().enumerate() {
                     done[l] = true;
                     match taken {
-                        Some((base, got, served)) if (rank as u32) < got => {
-                            out[l] = (base + rank as u64 * slice_bytes(served)) as *mut u8
+                        Some((t, served)) if (rank as u32) < t.total() => {
+                            out[l] = t.addr(rank as u32, slice_bytes(served)) as *mut u8
                         }
                         Some(_) => next.push(l),
                         None => {}
@@ -137,7 +137,8 @@ impl CpuHeap {
             let c = crate::slice::PACKED_CLASSES[band];
             let unit = crate::block::slice_bytes(c);
             let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
-            let Some((base, got)) =
+            // A packed row's runs are one block: the take is one piece.
+            let Some(crate::slice::Taken { base, got, .. }) =
                 self.heap.slots().take_in_row(crate::slice::packed_row(band), units.iter().sum())
             else {
                 break;

@@ -14,7 +14,7 @@ use crate::block::{
 use crate::check::HandOut;
 use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
 use crate::segment::{seg_kind, SegKind, Segments};
-use crate::slice::{packed_row, Slots, PACKED_CLASSES};
+use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
 pub use crate::layout::{counter, row_shard_log2, HeapLayout, HEADER_BYTES, PIN_SHIFT, ROW_TABLE};
@@ -276,16 +276,16 @@ impl DeviceHeap {
 
     /// One round for the group `peers` (lanes that all want class `c`): its leader takes
     /// slices for all with one atomic. `Some(p)`: this lane is done (`p` null when out of
-    /// memory); `None`: the block ran out before this lane's rank, try again.
+    /// memory); `None`: the run ran out before this lane's rank, try again.
     #[inline(always)]
     fn serve_group(&self, c: usize, peers: u32) -> Option<*mut u8> {
         let leader = peers.trailing_zeros();
         let rank = (peers & arch::lanemask_lt()).count_ones();
         // `got` and (above GOT_BITS) the class served, which one shuffle carries.
-        let (mut base, mut got) = (0u64, 0u32);
+        let (mut t, mut got) = (Taken::one(0, 0), 0u32);
         if arch::lane_id() == leader {
             match self.take_group(c, peers.count_ones()) {
-                Some((b, g, served)) => (base, got) = (b, g | (served as u32) << GOT_BITS),
+                Some((taken, served)) => (t, got) = (taken, taken.got | (served as u32) << GOT_BITS),
                 // Every lane of the group gets null: count requests, not groups.
                 None => {
                     crate::trace::add(self.meta, crate::trace::Event::NullSlice, peers.count_ones() as u64);
@@ -293,49 +293,57 @@ impl DeviceHeap {
                 }
             }
         }
-        let base = arch::shfl_sync_u64(peers, base, leader);
         let got_class = arch::shfl_sync_u32(peers, got, leader);
-        let (got, served) = (got_class & ((1 << GOT_BITS) - 1), (got_class >> GOT_BITS) as usize);
+        let t = Taken {
+            base: arch::shfl_sync_u64(peers, t.base, leader),
+            got: got_class & ((1 << GOT_BITS) - 1),
+            base2: arch::shfl_sync_u64(peers, t.base2, leader),
+            got2: arch::shfl_sync_u32(peers, t.got2, leader),
+        };
+        let served = (got_class >> GOT_BITS) as usize;
         // Orders the leader's acquire take before the peers' use of their slices: shuffles
         // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
         arch::syncwarp(peers);
-        if got == 0 {
+        if t.total() == 0 {
             Some(core::ptr::null_mut())
-        } else if rank < got {
-            Some((base + rank as u64 * slice_bytes(served)) as usize as *mut u8)
+        } else if rank < t.total() {
+            Some(t.addr(rank, slice_bytes(served)) as usize as *mut u8)
         } else {
             None
         }
     }
 
-    /// Takes up to `n` (1..=4096) consecutive slices of class `c` for a group of threads;
-    /// returns the first slice's address and how many were taken (>= 1), or `None` when the
-    /// heap is out of memory.
+    /// Takes up to `n` (1..=4096) slices of class `c` for a group of threads: at most two
+    /// pieces of consecutive slices (see `slice::Taken`), or `None` when the heap is out of
+    /// memory.
     #[inline]
-    pub fn take_slices(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+    pub fn take_slices(&self, c: usize, n: u32) -> Option<Taken> {
         self.slots().take_in_row(c, n)
     }
 
     /// `take_slices`, marking the slices handed out when the heap runs the checks: what
     /// every caller that hands slices to threads uses.
     #[inline(always)]
-    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<(u64, u32)> {
+    pub(crate) fn take_marked(&self, c: usize, n: u32) -> Option<Taken> {
         let taken = self.take_slices(c, n);
-        if let (Some((base, got)), true) = (taken, self.checking()) {
-            self.hand_out().mark_handed_out(base, c, got);
+        if let (Some(t), true) = (taken, self.checking()) {
+            self.hand_out().mark_handed_out(t.base, c, t.got);
+            if t.got2 > 0 {
+                self.hand_out().mark_handed_out(t.base2, c, t.got2);
+            }
         }
         taken
     }
 
     /// Slices for a group of `n` threads that want class `c`: of class `c` (after a reclaim
     /// sweep if there were none), or, when the heap has no room left for class `c` (no block
-    /// of it and no free segment: each class takes whole segments, so a small heap may hold
-    /// fewer classes than are asked for), of the next larger slice class that has some, up to
-    /// `FALLBACK_CLASSES` classes up. Returns the first slice, how many, and their class.
+    /// of it and no free segment: each group takes whole segments, so a small heap may hold
+    /// fewer groups than are asked for), of the next larger slice class that has some, up to
+    /// `FALLBACK_CLASSES` classes up. Returns the slices and their class.
     #[inline(always)]
-    pub(crate) fn take_group(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+    pub(crate) fn take_group(&self, c: usize, n: u32) -> Option<(Taken, usize)> {
         match self.take_marked(c, n) {
-            Some((b, g)) => Some((b, g, c)),
+            Some(t) => Some((t, c)),
             None => self.take_group_after_none(c, n),
         }
     }
@@ -343,14 +351,14 @@ impl DeviceHeap {
     /// `take_group` once class `c` had nothing: after a reclaim sweep, class `c` again, then
     /// the larger classes (kept out of line: the fast path stays small).
     #[inline(never)]
-    fn take_group_after_none(&self, c: usize, n: u32) -> Option<(u64, u32, usize)> {
+    fn take_group_after_none(&self, c: usize, n: u32) -> Option<(Taken, usize)> {
         if self.reclaim_before_null() {
-            if let Some((b, g)) = self.take_marked(c, n) {
-                return Some((b, g, c));
+            if let Some(t) = self.take_marked(c, n) {
+                return Some((t, c));
             }
         }
         let last = class_of(MAX_SLICE_BYTES).min(c + FALLBACK_CLASSES);
-        (c + 1..=last).find_map(|up| self.take_marked(up, n).map(|(b, g)| (b, g, up)))
+        (c + 1..=last).find_map(|up| self.take_marked(up, n).map(|t| (t, up)))
     }
 
     /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
@@ -416,14 +424,27 @@ impl DeviceHeap {
         let mut runs = [0u64; CTA_RUNS * 2];
         if t == 0 && fits {
             let mut need = arch::block_dim_x();
-            for k in 0..CTA_RUNS {
-                if need == 0 {
-                    break;
-                }
+            let mut k = 0;
+            while k < CTA_RUNS && need > 0 {
                 // Out of memory: the threads left over count themselves in malloc_warp.
-                let Some((b, g)) = self.take_marked(c, need) else { break };
-                (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
-                need -= g;
+                let Some(taken) = self.take_slices(c, need) else { break };
+                for (b, g) in [(taken.base, taken.got), (taken.base2, taken.got2)] {
+                    if g == 0 {
+                        continue;
+                    }
+                    if k == CTA_RUNS {
+                        // No room for a third piece: it goes back, as if freed.
+                        let (seg, local) = self.block_of(b, c);
+                        self.slots().release_slices(seg, local, c, g);
+                        continue;
+                    }
+                    if self.checking() {
+                        self.hand_out().mark_handed_out(b, c, g);
+                    }
+                    (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
+                    need -= g;
+                    k += 1;
+                }
             }
             runs[2 * CTA_RUNS - 1] |= (c as u64 + 1) << 32;
         }
@@ -483,8 +504,9 @@ impl DeviceHeap {
             let leader = active.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
+                // A packed row's runs are one block: the take is one piece.
                 match self.retry_after_reclaim(|| self.slots().take_in_row(packed_row(band), total)) {
-                    Some((b, g)) => (base, got) = (b, g),
+                    Some(t) => (base, got) = (t.base, t.got),
                     // Every active lane gets null: count requests, not warps.
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
                 }

@@ -1,17 +1,21 @@
-//! Slices: each size class keeps, per multiprocessor shard, a "current" block from which
-//! warps carve slices. The slot word is the block's hand-out counter too (`block.rs`,
-//! `slot_take`): one atomic add per warp both names the block and takes the slices. The warp
-//! whose add exhausts the block installs the next one; warps that find the slot full or empty
+//! Slices: each size class keeps, per multiprocessor shard, a "current" run of blocks (one
+//! block, or up to `MAX_RUN_BLOCKS` consecutive ones while the slot's runs run out fast) from
+//! which warps carve slices. The slot word is the run's hand-out counter too (`block.rs`,
+//! `slot_take`): one atomic add per warp both names the run and takes the slices. The warp
+//! whose add exhausts the run installs the next one; warps that find the slot full or empty
 //! wait for that (the first add on an empty slot elects its installer). Freed slices are
-//! counted per block; the free that completes the class's slices per block recycles it.
+//! counted per block; the free that completes the class's slices per block recycles it, even
+//! while the rest of its run is current.
 
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes, slices_per_block,
-    slot_install, slot_moved_on, slot_parts, slot_retire, slot_take, split_gid, Blocks, SlotTake,
-    KIND_PACKED, KIND_SLICES, NUM_CLASSES,
+    gid_of, group_block_bytes, group_block_shift, group_blocks_per_segment, group_of, run_block_handed,
+    slice_bytes, slices_per_block, slot_blocks, slot_install, slot_install_run, slot_moved_on, slot_parts,
+    slot_retire, slot_run_value, slot_take, split_gid, BlockBatch, Blocks, SlotTake, KIND_PACKED,
+    KIND_SLICES, MAX_RUN_BLOCKS, NUM_CLASSES,
 };
+use crate::class::div_per_block;
 use crate::layout::HeapLayout;
 use crate::segment::{seg_kind, SegKind};
 use crate::trace::{self, Event};
@@ -52,36 +56,38 @@ pub const RUN_INSTALLS: u32 = 16;
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
 
-/// Most blocks one install claims for its slot when the slot's blocks run out fast (the rest
-/// wait in the slot's reserve, see `reserve_parts`): fewer, larger claims from the group's
-/// tree, whose lowest words every multiprocessor's installer contends for at once (the
-/// install-path trace: 17 us per claim at 4 KiB, 2^20 threads, 132 installers). Four, not
-/// eight: the same speed on the H100, and less left in reserves at a burst's end (range/live
-/// at 2 KiB, 2^20 threads: 1.16x against 1.33x).
-pub const MAX_BATCH_BLOCKS: u32 = 4;
-/// A batch holds at most this many slices: classes with 4096 slices per block (up to 256-byte
-/// slices) claim two blocks at most, larger ones up to `MAX_BATCH_BLOCKS`.
-pub const BATCH_SLICES: u32 = 8192;
-/// A batch holds at most this many bytes, so that what reserves hold stays small.
-pub const BATCH_BYTES: u64 = 8 << 20;
-/// A block whose slices ran out sooner than this after its install doubles its slot's next
-/// batch (up to `max_batch`); a slower one sets it back to one block, so that slots whose
-/// blocks last (most classes of a mixed workload) never hold blocks ahead.
+/// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
+/// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes with
+/// 4096 slices per block (16..256 B but 24 and 48) take one block at a time, 4 KiB slices up
+/// to 16 blocks (`MAX_RUN_BLOCKS`).
+pub const RUN_SLICES: u32 = 4096;
+/// Runs hold at most this many bytes.
+pub const RUN_BYTES: u64 = 16 << 20;
+/// Classes with fewer slices per block than this take one block at a time: a warp's take of
+/// up to 32 slices then spans at most two blocks of a run (see `Taken`).
+pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
+/// A run whose slices ran out sooner than this after its install doubles its slot's next run
+/// (up to `max_run`); a slower one sets it back to one block, so that slots whose blocks last
+/// (most classes of a mixed workload) never hold blocks ahead.
 pub const FAST_BLOCK_NS: u64 = 100_000;
-/// Bits of a reserve's block mask (the blocks `base .. base + 32` of one segment).
-const RESERVE_MASK_BITS: u32 = 32;
-/// Bits of a pace word that hold the slot's batch size (the rest: the install time).
-const PACE_BATCH_MASK: u64 = 0xff;
+/// Bits of a pace word that hold the slot's last run length (the rest: the install time).
+const PACE_RUN_MASK: u64 = 0xff;
 
-/// Largest batch (blocks per claim) for class `c`.
+/// Most blocks in a run of slot row `row`: one for packed rows (a warp's packed run must lie
+/// in one block) and for classes with few slices per block, else as `RUN_SLICES`,
+/// `RUN_BYTES` and `MAX_RUN_BLOCKS` allow.
 #[inline(always)]
-pub const fn max_batch(c: usize) -> u32 {
-    let g = group_of(c);
-    let by_slices = BATCH_SLICES / slices_per_block(c);
-    let by_bytes = (BATCH_BYTES / group_block_bytes(g)) as u32;
+pub const fn max_run(row: usize) -> u32 {
+    let (c, kind) = row_class_kind(row);
+    let per = slices_per_block(c);
+    if kind == KIND_PACKED || per < RUN_MIN_SLICES_PER_BLOCK {
+        return 1;
+    }
+    let by_slices = RUN_SLICES / per;
+    let by_bytes = (RUN_BYTES / group_block_bytes(group_of(c))) as u32;
     let k = if by_slices < by_bytes { by_slices } else { by_bytes };
-    if k > MAX_BATCH_BLOCKS {
-        MAX_BATCH_BLOCKS
+    if k > MAX_RUN_BLOCKS {
+        MAX_RUN_BLOCKS
     } else if k < 1 {
         1
     } else {
@@ -89,32 +95,40 @@ pub const fn max_batch(c: usize) -> u32 {
     }
 }
 
-/// Bit where a reserve word's segment starts (below it: the base's 32-block unit and the mask).
-const RESERVE_SEG_SHIFT: u32 = 35;
-
-/// A reserve word: `(seg + 1) << 35 | (base / 32) << 32 | mask`, bit `i` of `mask` being block
-/// `base + i` of segment `seg` (claimed, parked, not installed; `base` a multiple of 32);
-/// 0 means none.
-#[inline(always)]
-pub const fn reserve_value(seg: u32, base: u32, mask: u32) -> u64 {
-    ((seg as u64 + 1) << RESERVE_SEG_SHIFT) | ((base / RESERVE_MASK_BITS) as u64) << 32 | mask as u64
+/// What one take hands out: `got` consecutive slices from `base`, then (when the take crossed
+/// the end of a block of the slot's run) `got2` more from `base2`, the start of the run's next
+/// block. Slice `rank` of the take is at `addr(rank, slice_bytes)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Taken {
+    pub base: u64,
+    pub got: u32,
+    pub base2: u64,
+    pub got2: u32,
 }
 
-/// Segment, base block and block mask of a reserve word (`None`: empty).
-#[inline(always)]
-pub const fn reserve_parts(w: u64) -> Option<(u32, u32, u32)> {
-    if w >> RESERVE_SEG_SHIFT == 0 || w as u32 == 0 {
-        None
-    } else {
-        Some((
-            (w >> RESERVE_SEG_SHIFT) as u32 - 1,
-            ((w >> 32) as u32 & ((1 << (RESERVE_SEG_SHIFT - 32)) - 1)) * RESERVE_MASK_BITS,
-            w as u32,
-        ))
+impl Taken {
+    /// `got` slices from `base`, in one piece.
+    #[inline(always)]
+    pub const fn one(base: u64, got: u32) -> Self {
+        Self { base, got, base2: 0, got2: 0 }
+    }
+
+    /// Slices taken in all.
+    #[inline(always)]
+    pub const fn total(&self) -> u32 {
+        self.got + self.got2
+    }
+
+    /// Address of slice `rank` (`rank < total()`) of `slice` bytes.
+    #[inline(always)]
+    pub const fn addr(&self, rank: u32, slice: u64) -> u64 {
+        if rank < self.got {
+            self.base + rank as u64 * slice
+        } else {
+            self.base2 + (rank - self.got) as u64 * slice
+        }
     }
 }
-
-const _: () = assert!(crate::class::MAX_BLOCKS_PER_SEGMENT <= RESERVE_MASK_BITS << (RESERVE_SEG_SHIFT - 32));
 
 /// Class and block kind of the blocks in slot row `row` (a class or packed row, not a run row).
 #[inline(always)]
@@ -126,9 +140,9 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
     }
 }
 
-/// The slice layer's part of the metadata: the current-block slot words (one per row and
-/// shard) with their reserves and pace words, with the block layer (`Blocks`) beneath for
-/// installing, recycling and stealing blocks. A `Copy` view (two words) that the heap builds
+/// The slice layer's part of the metadata: the current-run slot words (one per row and
+/// shard) with their pace words, with the block layer (`Blocks`) beneath for installing,
+/// recycling and stealing blocks. A `Copy` view (two words) that the heap builds
 /// from its layout (`DeviceHeap::slots`).
 #[derive(Clone, Copy, Debug)]
 pub struct Slots<'a> {
@@ -155,7 +169,7 @@ impl<'a> Slots<'a> {
     }
 
     /// Word `shard` of row `row` of a per-slot array of the layout (at `off`: the current
-    /// slots, their reserves, their paces; `SLOT_ROWS * shards` words each).
+    /// slots, their paces; `SLOT_ROWS * shards` words each).
     #[inline(always)]
     fn slot_word(&self, off: u64, row: usize, shard: u32) -> &'a Atom64 {
         let i = row as u64 * self.layout().shards as u64 + shard as u64;
@@ -171,12 +185,6 @@ impl<'a> Slots<'a> {
         self.slot_word(self.layout().current_off, row, shard)
     }
 
-    /// Reserve word of slot `shard` of row `row` (see `reserve_parts`).
-    #[inline(always)]
-    pub(crate) fn reserve(&self, row: usize, shard: u32) -> &'a Atom64 {
-        self.slot_word(self.layout().reserve_off, row, shard)
-    }
-
     /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
     /// slots between multiprocessors (see `HeapLayout::row_shard_log2`).
     #[inline(always)]
@@ -184,17 +192,18 @@ impl<'a> Slots<'a> {
         arch::smid() & (self.layout().row_shards(row) - 1)
     }
 
-    /// Pace word of slot `shard` of row `row`: when its block was installed (ns, low byte
-    /// cleared) and its batch size (the low byte).
+    /// Pace word of slot `shard` of row `row`: when its run was installed (ns, low byte
+    /// cleared) and its length in blocks (the low byte).
     #[inline(always)]
     fn pace(&self, row: usize, shard: u32) -> &'a Atom64 {
         self.slot_word(self.layout().pace_off, row, shard)
     }
 
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
-    /// its class's slice size, in blocks marked `KIND_PACKED`).
+    /// its class's slice size, in blocks marked `KIND_PACKED`, whose runs are one block, so
+    /// that what a take gets is one piece).
     #[inline]
-    pub fn take_in_row(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+    pub fn take_in_row(&self, row: usize, n: u32) -> Option<Taken> {
         let shard = self.home_shard(row);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
@@ -205,14 +214,14 @@ impl<'a> Slots<'a> {
         let (mut waited_since, mut polls, mut fulls) = (0, 0, 0);
         'take: loop {
             let full = match slot_take(slot, n, per_block) {
-                SlotTake::Fresh { gid, start, got, exhausted } => {
+                SlotTake::Fresh { gid, blocks, start, got, exhausted } => {
                     if trace::ON && waited_since != 0 {
                         trace::add(self.meta(), Event::WaitNs, trace::now() - waited_since);
                         trace::add(self.meta(), Event::Waits, 1);
                         trace::add(self.meta(), Event::TakeSleeps, polls);
                         trace::add(self.meta(), Event::TakeFull, fulls);
                     }
-                    return Some(self.took(row, shard, gid, start, got, exhausted));
+                    return Some(self.took(row, shard, (gid, blocks), start, got, exhausted));
                 }
                 SlotTake::Empty { elected: true } => {
                     if !self.install_next(row, shard) {
@@ -231,7 +240,7 @@ impl<'a> Slots<'a> {
                 }
                 fulls += full.is_some() as u64;
             }
-            // Another warp installs the next block: poll with loads until it has (see
+            // Another warp installs the next run: poll with loads until it has (see
             // slot_moved_on), then add again.
             loop {
                 if !wait.sleep() {
@@ -268,7 +277,7 @@ impl<'a> Slots<'a> {
         let mut installs = 0;
         loop {
             let full = match slot_take(slot, k, per) {
-                SlotTake::Fresh { gid, start, got, exhausted } => {
+                SlotTake::Fresh { gid, start, got, exhausted, .. } => {
                     let ok = !exhausted || self.install_run_segment(row, shard, g);
                     let seg = split_gid(gid).0;
                     if got == k {
@@ -335,22 +344,23 @@ impl<'a> Slots<'a> {
         }
     }
 
-    /// Takes up to `n` slices from any current block of row `row` (when no new block can be
-    /// had: without this, slices left in other shards' blocks would be out of reach).
+    /// Takes up to `n` slices from any current run of row `row` (when no new block can be
+    /// had: without this, slices left in other shards' runs would be out of reach).
     #[inline(never)]
-    fn steal(&self, row: usize, n: u32) -> Option<(u64, u32)> {
+    fn steal(&self, row: usize, n: u32) -> Option<Taken> {
         let per_block = slices_per_block(row_class_kind(row).0);
         for shard in 0..self.layout().shards {
             let slot = self.current(row, shard);
             // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
-            match slot_parts(slot.load_relaxed()) {
+            let w = slot.load_relaxed();
+            match slot_parts(w) {
                 (None, _) => continue,
-                (Some(_), handed) if handed >= per_block => continue,
+                (Some(_), handed) if handed >= per_block * slot_blocks(w) => continue,
                 _ => {}
             }
             match slot_take(slot, n, per_block) {
-                SlotTake::Fresh { gid, start, got, exhausted } => {
-                    return Some(self.took(row, shard, gid, start, got, exhausted))
+                SlotTake::Fresh { gid, blocks, start, got, exhausted } => {
+                    return Some(self.took(row, shard, (gid, blocks), start, got, exhausted))
                 }
                 // Elected on a slot that emptied meanwhile: there is no block to install
                 // (the heap is out of them), so leave it empty for the next taker to try.
@@ -361,149 +371,137 @@ impl<'a> Slots<'a> {
         None
     }
 
-    /// After a fresh take of `got` slices from `start` of block `gid` in slot `shard`:
-    /// installs the next block if this take exhausted it (if that fails for lack of memory,
-    /// what we took is still good); returns the first slice's address and `got`.
+    /// After a fresh take of `got` slices from index `start` of the run (first block `gid`,
+    /// `blocks` blocks) in slot `shard`: installs the next run if this take exhausted it (if that
+    /// fails for lack of memory, what we took is still good); returns the slices as at most
+    /// two pieces (a take of up to `RUN_MIN_SLICES_PER_BLOCK` slices spans at most two of the
+    /// run's blocks). A larger take that spans more (`malloc_block`'s) gives back what lies
+    /// past the second block: those slices count as handed out and freed.
     #[inline(always)]
-    fn took(&self, row: usize, shard: u32, gid: u64, start: u32, got: u32, exhausted: bool) -> (u64, u32) {
+    fn took(
+        &self,
+        row: usize,
+        shard: u32,
+        (gid, blocks): (u64, u32),
+        start: u32,
+        got: u32,
+        exhausted: bool,
+    ) -> Taken {
         if exhausted {
             let _ = self.install_next(row, shard);
         }
         let c = row_class_kind(row).0;
-        (self.blocks.block_addr(group_of(c), gid) + start as u64 * slice_bytes(c), got)
+        let (s, g) = (slice_bytes(c), group_of(c));
+        let first_block = self.blocks.block_addr(g, gid);
+        if blocks == 1 {
+            return Taken::one(first_block + start as u64 * s, got);
+        }
+        let per = slices_per_block(c);
+        // The block of the run that slice `start` lies in, with no division by a variable.
+        let j = div_per_block(c, start);
+        let index = start - j * per;
+        let got1 = got.min(per - index);
+        let got2 = (got - got1).min(per);
+        let (seg, local) = split_gid(gid);
+        let (mut past, mut b) = (got - got1 - got2, local + j + 2);
+        while past > 0 {
+            let k = past.min(per);
+            self.release_slices(seg, b, c, k);
+            (past, b) = (past - k, b + 1);
+        }
+        let block_addr = |i: u32| first_block + ((i as u64) << group_block_shift(g));
+        Taken { base: block_addr(j) + index as u64 * s, got: got1, base2: block_addr(j + 1), got2 }
     }
 
-    /// Installs a fresh block in slot `shard` of row `row` (this taker exhausted its block or
-    /// was elected on an empty slot): the first of the slot's reserve, else the first of a
-    /// batch claimed from the group's tree, whose rest becomes the reserve once the block is
-    /// in (the slot's waiters wait for the install only). False when no block could be had:
-    /// the slot is left empty.
+    /// Installs a fresh run in slot `shard` of row `row` (this taker exhausted its run or was
+    /// elected on an empty slot): consecutive blocks claimed from the group's tree with one
+    /// claim, as many as the slot's pace asks for (see `FAST_BLOCK_NS`, `max_run`) and the
+    /// tree's word gives in a row. False when no block could be had: the slot is left empty.
     #[inline(never)]
     fn install_next(&self, row: usize, shard: u32) -> bool {
         let (c, kind) = row_class_kind(row);
         let g = group_of(c);
         let slot = self.current(row, shard);
-        let reserve = self.reserve(row, shard);
         let t0 = trace::now();
         // Relaxed: only this slot's installers write it, one at a time but for a trim race,
-        // where a stale pace only sizes one batch. Loaded alongside the swap below.
+        // where a stale pace only sizes one run.
         let pace = self.pace(row, shard).load_relaxed();
-        // AcqRel: takes the whole reserve (against a sweep, or a racing installer after a
-        // trim); acquires its blocks' parked state from whoever stored it. A swap rather than
-        // a load first: one round trip either way, and the reserve is usually empty.
-        let reserved = reserve_parts(reserve.swap_acq_rel(0));
-        // The batch doubles while the slot's blocks run out within FAST_BLOCK_NS of their
+        // The run doubles while the slot's runs run out within FAST_BLOCK_NS of their
         // install, and falls back to one block when one lasts longer.
-        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_BATCH_MASK) < FAST_BLOCK_NS;
-        let last = (pace & PACE_BATCH_MASK) as u32;
-        // The block to install, the reserve's rest (segment, mask), and the batch size.
-        let (gid, rest, batch) = match reserved {
-            Some((seg, base, mask)) => (
-                gid_of(seg, base + mask.trailing_zeros()),
-                (seg, base, mask & (mask - 1)),
-                if fast { last } else { 1 },
-            ),
-            None => {
-                let k = if fast { (2 * last).clamp(1, max_batch(c)) } else { 1 };
-                let Some(b) = self.blocks.claim_blocks(g, k) else {
-                    if trace::ON {
-                        trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
-                    }
-                    self.retire_slot(row, shard);
-                    return false;
-                };
-                let r = b.rest();
-                // The rest lies in one leaf word (64 blocks from r.base); a reserve holds 32 of
-                // them: the lower half if it has any, and what the other half took goes back.
-                let (lo, hi) = (r.mask as u32, (r.mask >> RESERVE_MASK_BITS) as u32);
-                if lo != 0 && hi != 0 {
-                    self.release_reserved(g, r.seg, r.base + RESERVE_MASK_BITS, hi);
-                }
-                let rest =
-                    if lo != 0 { (r.seg, r.base, lo) } else { (r.seg, r.base + RESERVE_MASK_BITS, hi) };
-                (b.first(), rest, k)
+        let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_RUN_MASK) < FAST_BLOCK_NS;
+        let last = (pace & PACE_RUN_MASK) as u32;
+        let want = if fast { (2 * last).clamp(1, max_run(row)) } else { 1 };
+        let Some(batch) = self.blocks.claim_blocks(g, want) else {
+            if trace::ON {
+                trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
             }
+            self.retire_slot(row, shard);
+            return false;
         };
         if trace::ON {
             trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
         }
+        // The claim's consecutive blocks from its lowest (racers may have split what it took);
+        // the others go back.
+        let (blocks, others) = batch.split_run();
+        self.release_batch(g, others);
+        let gid = batch.first();
         let (seg, local) = split_gid(gid);
-        self.blocks.block_meta(seg, local).install(kind, c);
-        // A trim may have emptied the slot meanwhile and another taker installed a block:
-        // what that block has not handed out goes back.
-        let replaced = slot_install(slot, gid);
-        // The slot's waiters are served: the rest of the batch and the pace after them.
-        self.keep_reserved(g, reserve, rest.0, rest.1, rest.2);
+        for i in 0..blocks {
+            self.blocks.block_meta(seg, local + i).install(kind, c);
+        }
+        // A trim may have emptied the slot meanwhile and another taker installed a run: what
+        // that run has not handed out goes back.
+        let replaced = slot_install_run(slot, gid, blocks);
         // Relaxed: see the load above.
-        self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_BATCH_MASK) | batch as u64);
+        self.pace(row, shard).store_relaxed((arch::globaltimer() & !PACE_RUN_MASK) | blocks as u64);
         if trace::ON {
             trace::install(self.meta(), trace::now() - t0);
         }
         if let (Some(old), handed) = slot_parts(replaced) {
-            self.give_back_rest(c, old, handed);
+            self.give_back_rest(c, old, slot_blocks(replaced), handed);
         }
         true
     }
 
-    /// Puts blocks `base + i` (bit `i` of `mask`) of segment `seg` (of group `g`, claimed and
-    /// parked) in `reserve`; whatever it displaces (a racing installer's, after a trim) goes
-    /// back to the tree.
-    #[inline(always)]
-    fn keep_reserved(&self, g: usize, reserve: &Atom64, seg: u32, base: u32, mask: u32) {
-        if mask == 0 {
-            return;
-        }
-        // AcqRel: publishes the parked blocks to the next taker; acquires what it displaces.
-        if let Some((s, b, m)) = reserve_parts(reserve.swap_acq_rel(reserve_value(seg, base, mask))) {
-            self.release_reserved(g, s, b, m);
-        }
-    }
-
-    /// Returns reserved blocks `base + i` (bit `i` of `mask`) of segment `seg` (group `g`) to
-    /// the tree.
+    /// Returns the blocks of `batch` (of group `g`, claimed and parked) to the tree.
     #[inline(never)]
-    fn release_reserved(&self, g: usize, seg: u32, base: u32, mut mask: u32) {
+    fn release_batch(&self, g: usize, batch: BlockBatch) {
+        let mut mask = batch.mask;
         while mask != 0 {
             // Parked since their claim: straight back to the tree.
-            self.blocks.release_block(g, gid_of(seg, base + mask.trailing_zeros()));
+            self.blocks.release_block(g, gid_of(batch.seg, batch.base + mask.trailing_zeros()));
             mask &= mask - 1;
         }
     }
 
-    /// Gives back what block `gid` of class `c` did not hand out (`handed` may overshoot).
+    /// Gives back what the run of `blocks` blocks from `gid` (of class `c`) did not hand out
+    /// (`handed`, through its blocks in order, may overshoot).
     #[inline(always)]
-    fn give_back_rest(&self, c: usize, gid: u64, handed: u32) {
+    fn give_back_rest(&self, c: usize, gid: u64, blocks: u32, handed: u32) {
         let per_block = slices_per_block(c);
-        if handed < per_block {
-            let (seg, local) = split_gid(gid);
-            self.release_slices(seg, local, c, per_block - handed);
+        let (seg, local) = split_gid(gid);
+        for j in 0..blocks {
+            let passed = run_block_handed(handed, j, per_block);
+            if passed < per_block {
+                self.release_slices(seg, local + j, c, per_block - passed);
+            }
         }
     }
 
-    /// Empties slot `shard` of row `row` and its reserve: gives back what its block did not
-    /// hand out, and the reserved blocks (for a run row, the segment's blocks not handed out).
+    /// Empties slot `shard` of row `row`: gives back what its run did not hand out (for a run
+    /// row, the segment's blocks not handed out).
     fn retire_slot(&self, row: usize, shard: u32) {
         if let Some(g) = row_run_group(row) {
-            if let Some((gid, handed)) = slot_retire(self.current(row, shard), group_blocks_per_segment(g)) {
+            if let Some((gid, _, handed)) = slot_retire(self.current(row, shard), group_blocks_per_segment(g))
+            {
                 self.release_run_rest(g, gid, handed);
             }
             return;
         }
         let c = row_class_kind(row).0;
-        if let Some((gid, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
-            self.give_back_rest(c, gid, handed);
-        }
-        // Relaxed: skips the swap on an empty reserve; the swap decides.
-        if self.reserve(row, shard).load_relaxed() != 0 {
-            self.release_reserve(row, shard);
-        }
-    }
-
-    /// Empties the reserve of slot `shard` of row `row`: its blocks go back to their tree.
-    fn release_reserve(&self, row: usize, shard: u32) {
-        // AcqRel: as in install_next's swap.
-        if let Some((seg, base, mask)) = reserve_parts(self.reserve(row, shard).swap_acq_rel(0)) {
-            self.release_reserved(group_of(row_class_kind(row).0), seg, base, mask);
+        if let Some((gid, blocks, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
+            self.give_back_rest(c, gid, blocks, handed);
         }
     }
 
@@ -540,11 +538,14 @@ impl<'a> Slots<'a> {
         self.retire_slot(row, shard);
     }
 
-    /// Retires current slot `slot` of row `row` only if its block has no live slice (every
-    /// slice it handed out came back), so that the block returns to its tree. A block with
-    /// live slices stays current: retiring it would not return it, and its class would claim
-    /// a fresh block for its next request (in the churn of issue 9 every reclaim sweep did
-    /// that for every class and shard, and the nulls cascaded).
+    /// Retires current slot `shard` of row `row` only if its run has no live slice in the
+    /// block it is handing out (every slice it handed out there came back), so that the
+    /// run's blocks not yet handed out return to their tree; otherwise gives back only the
+    /// run's blocks after that one (none of their slices handed out). A block with live slices
+    /// stays current: retiring it would not return it, and its class would claim a fresh
+    /// block for its next request (in the churn of issue 9 every reclaim sweep did that for
+    /// every class and shard, and the nulls cascaded). The run's blocks before it, wholly
+    /// handed out, come back when their last slice is freed whether the run is current or not.
     fn retire_if_idle(&self, row: usize, shard: u32) {
         if row_run_group(row).is_some() {
             // A run row's segment holds no live allocation of its own (each run is one, and
@@ -558,85 +559,77 @@ impl<'a> Slots<'a> {
         // Relaxed: a hint; the CAS below decides.
         let w = slot.load_relaxed();
         let (Some(gid), handed) = slot_parts(w) else { return };
-        if handed >= per_block {
-            // Exhausted: its taker installs the next block.
+        let blocks = slot_blocks(w);
+        if handed >= per_block * blocks {
+            // Exhausted: its taker installs the next run.
             return;
         }
+        // The block the run hands out next (it keeps it even if untouched, so that the run's
+        // total stays above what was handed out and the next take is not `Full` with no one
+        // to install).
+        let j = div_per_block(c, handed);
         let (seg, local) = split_gid(gid);
-        // Relaxed: a hint (frees of the slices handed out so far raise it up to `handed`); a
-        // stale or recycled read can only make us retire a block with live slices, which
-        // `give_back_rest` handles as `retire_slot` does.
-        if self.blocks.block_meta(seg, local).freed.load_relaxed() != handed {
-            return;
-        }
-        // AcqRel: as slot_retire's swap; fails if a take came in between.
-        if slot.cas_acq_rel(w, 0).is_ok() {
-            self.give_back_rest(c, gid, handed);
+        // Relaxed: a hint (frees of the slices handed out so far raise it up to what was
+        // passed); a stale or recycled read can only make us retire a block with live
+        // slices, which `give_back_rest` handles as `retire_slot` does.
+        if self.blocks.block_meta(seg, local + j).freed.load_relaxed() == handed - j * per_block {
+            // AcqRel: as slot_retire's swap; fails if a take came in between.
+            if slot.cas_acq_rel(w, 0).is_ok() {
+                self.give_back_rest(c, gid, blocks, handed);
+            }
+        } else if j + 1 < blocks {
+            // AcqRel: as above. A take between our load and the CAS makes it fail, so no
+            // taker holds a slice of the blocks it drops.
+            if slot.cas_acq_rel(w, slot_run_value(gid, j + 1, handed)).is_ok() {
+                for b in j + 1..blocks {
+                    self.release_slices(seg, local + b, c, per_block);
+                }
+            }
         }
     }
 
     /// The reclaim sweep's form of `trim` (see `DeviceHeap::reclaim_before_null`): retires
-    /// the current blocks that have no live slice (see `retire_if_idle`), then returns wholly
-    /// free segments to the segment tree.
+    /// the current runs that have no live slice in the block they are handing out (see
+    /// `retire_if_idle`), then returns wholly free segments to the segment tree.
     pub fn trim_idle(&self) {
-        let shards = self.layout().shards;
-        for row in 0..SLOT_ROWS {
-            let mut sh = 0;
-            while sh < shards {
-                // As in `trim`: a batch of slot words in flight together.
-                let n = TRIM_BATCH.min(shards - sh);
-                let mut busy = 0u32;
-                for k in 0..n {
-                    // Relaxed: a hint that skips empty slots (most of them).
-                    if self.current(row, sh + k).load_relaxed() != 0 {
-                        busy |= 1 << k;
-                    }
-                    // Relaxed: as above; reserved blocks are untouched, so they always go
-                    // back (null means full: no reserve outlives a sweep).
-                    if self.reserve(row, sh + k).load_relaxed() != 0 {
-                        self.release_reserve(row, sh + k);
-                    }
-                }
-                while busy != 0 {
-                    self.retire_if_idle(row, sh + busy.trailing_zeros());
-                    busy &= busy - 1;
-                }
-                sh += n;
-            }
-        }
+        self.for_each_busy_slot(|row, shard| self.retire_if_idle(row, shard));
         for seg in 0..self.layout().num_segments {
             self.blocks.trim_segment(seg);
         }
     }
 
-    /// Retires every current block (see `trim_slot`), then returns wholly free segments to
-    /// the segment tree (see `trim_segment`).
+    /// Retires every current run (see `trim_slot`), then returns wholly free segments to the
+    /// segment tree (see `trim_segment`).
     pub fn trim(&self) {
+        self.for_each_busy_slot(|row, shard| self.retire_slot(row, shard));
+        for seg in 0..self.layout().num_segments {
+            self.blocks.trim_segment(seg);
+        }
+    }
+
+    /// Calls `f(row, shard)` for every slot that holds a run. Reads a batch of slot words
+    /// before acting on any, so that the loads are in flight together (a sweep reads
+    /// `SLOT_ROWS * shards` words, most of them 0).
+    #[inline(always)]
+    fn for_each_busy_slot(&self, f: impl Fn(usize, u32)) {
         let shards = self.layout().shards;
         for row in 0..SLOT_ROWS {
             let mut sh = 0;
             while sh < shards {
-                // Read a batch of slot words before acting on any, so that the loads are in
-                // flight together (a sweep reads SLOT_ROWS * shards words, most of them 0).
                 let n = TRIM_BATCH.min(shards - sh);
                 let mut busy = 0u32;
                 for k in 0..n {
-                    // Relaxed: a hint that skips empty slots (most of them); the swaps decide.
-                    if self.current(row, sh + k).load_relaxed() != 0
-                        || self.reserve(row, sh + k).load_relaxed() != 0
-                    {
+                    // Relaxed: a hint that skips empty slots; the swaps and CASes decide.
+                    if self.current(row, sh + k).load_relaxed() != 0 {
                         busy |= 1 << k;
                     }
                 }
                 while busy != 0 {
-                    self.retire_slot(row, sh + busy.trailing_zeros());
+                    f(row, sh + busy.trailing_zeros());
                     busy &= busy - 1;
                 }
                 sh += n;
             }
-        }
-        for seg in 0..self.layout().num_segments {
-            self.blocks.trim_segment(seg);
         }
     }
 }
@@ -646,14 +639,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reserve_words_round_trip() {
-        assert_eq!(reserve_parts(0), None);
-        for seg in [0, 1, 511, (1 << 24) - 1] {
-            for base in (0..crate::class::MAX_BLOCKS_PER_SEGMENT).step_by(RESERVE_MASK_BITS as usize) {
-                for mask in [1, 0x8000_0001, u32::MAX] {
-                    assert_eq!(reserve_parts(reserve_value(seg, base, mask)), Some((seg, base, mask)));
-                }
-            }
+    fn runs_are_one_block_for_packed_rows_and_few_slices() {
+        assert!((0..crate::class::PACKED_CLASSES.len()).all(|i| max_run(packed_row(i)) == 1));
+        assert_eq!(max_run(crate::class::class_of(4096)), MAX_RUN_BLOCKS);
+        assert_eq!(max_run(crate::class::class_of(16)), 1);
+        assert_eq!(max_run(crate::class::class_of(64 << 10)), 1, "16 slices per block");
+        for c in 0..NUM_CLASSES {
+            let k = max_run(c);
+            assert!((1..=MAX_RUN_BLOCKS).contains(&k));
+            assert!(k == 1 || slices_per_block(c) >= RUN_MIN_SLICES_PER_BLOCK);
+            assert!(k == 1 || k * slices_per_block(c) <= RUN_SLICES);
         }
+    }
+
+    #[test]
+    fn takes_address_both_pieces() {
+        let t = Taken { base: 1000, got: 2, base2: 5000, got2: 3 };
+        assert_eq!(t.total(), 5);
+        let a: [u64; 5] = core::array::from_fn(|r| t.addr(r as u32, 16));
+        assert_eq!(a, [1000, 1016, 5000, 5016, 5032]);
     }
 }

@@ -3,14 +3,14 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
-    slot_parts, split_gid, KIND_FREE, KIND_LARGE_TAIL, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
-    MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
+    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, run_block_handed, slice_bytes,
+    slices_per_block, slot_blocks, slot_parts, split_gid, KIND_FREE, KIND_LARGE_TAIL, KIND_PACKED,
+    KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::class::RUN_GROUP;
 use crate::heap::{counter, DeviceHeap};
 use crate::segment::{seg_kind, SegKind, Segments, OUT_COUNT_MASK};
-use crate::slice::{packed_row, reserve_parts, run_row, PACKED_CLASSES, RUN_GROUPS, SLOT_ROWS};
+use crate::slice::{packed_row, run_row, PACKED_CLASSES, RUN_GROUPS};
 
 /// What the heap holds, from one walk of its metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,8 +39,8 @@ pub struct Stats {
     pub live_packed: u64,
     /// Stale summary bits in the trees (harmless; searches skip them).
     pub stale_summary_bits: u64,
-    /// Parked blocks claimed ahead: in current slots' reserves, and the blocks of run rows'
-    /// current segments not handed out yet (`trim` returns them).
+    /// Parked blocks claimed ahead: the blocks of run rows' current segments not handed out
+    /// yet (`trim` returns them).
     pub reserved_blocks: u64,
     /// Blocks at the start of a segment that end a multi-segment run (their bytes are in
     /// `bytes_in_use` with the run's).
@@ -210,16 +210,19 @@ impl DeviceHeap {
         Ok(s)
     }
 
-    /// How many slices block `gid` of class `c` has handed out, if it is in a current slot
-    /// (of its class's row, or of a packed row of that class).
+    /// How many slices block `gid` of class `c` has handed out (or given back unhanded), if
+    /// it is in a current slot's run (of its class's row, or of a packed row of that class).
     fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
         move |c, gid| {
             let packed = (0..PACKED_CLASSES.len()).filter(|&i| PACKED_CLASSES[i] == c).map(packed_row);
             core::iter::once(c).chain(packed).find_map(|row| {
                 (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    match slot_parts(self.slots().current(row, sh).load_acquire()) {
-                        (Some(g), handed) if g == gid => Some(handed.min(slices_per_block(c))),
+                    let w = self.slots().current(row, sh).load_acquire();
+                    match slot_parts(w) {
+                        (Some(first), handed) if (first..first + slot_blocks(w) as u64).contains(&gid) => {
+                            Some(run_block_handed(handed, (gid - first) as u32, slices_per_block(c)))
+                        }
                         _ => None,
                     }
                 })
@@ -227,25 +230,16 @@ impl DeviceHeap {
         }
     }
 
-    /// Whether block `local` of segment `seg` is in some slot's reserve, or is a block not yet
-    /// handed out of a run row's current segment.
+    /// Whether block `local` of segment `seg` is a block not yet handed out of a run row's
+    /// current segment (claimed ahead, parked).
     fn is_reserved(&self, seg: u32, local: u32) -> bool {
-        let in_run_row = (0..RUN_GROUPS.len()).any(|i| {
+        (0..RUN_GROUPS.len()).any(|i| {
             (0..self.layout().shards).any(|sh| {
                 // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                 matches!(slot_parts(self.slots().current(run_row(i), sh).load_acquire()),
                     (Some(gid), handed) if split_gid(gid).0 == seg && local >= handed)
             })
-        });
-        in_run_row
-            || (0..SLOT_ROWS).any(|row| {
-                (0..self.layout().shards).any(|sh| {
-                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    matches!(reserve_parts(self.slots().reserve(row, sh).load_acquire()),
-                    Some((s, base, mask)) if s == seg && (base..base + u32::BITS).contains(&local)
-                        && mask & (1 << (local - base)) != 0)
-                })
-            })
+        })
     }
 
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed

@@ -122,19 +122,15 @@ fn pick_bit(avail: u64, spread: u32) -> u64 {
     1u64 << ((rotated.trailing_zeros() + spread) % WORD_BITS as u32)
 }
 
-/// Up to `k` set bits of `avail` (non-zero): the first ones at or after position `spread`,
-/// wrapping (`pick_bit` for `k == 1`).
+/// Up to `k` consecutive set bits of `avail` (non-zero): from the first at or after position
+/// `spread` (wrapping) up, never past bit 63 (`pick_bit` for `k == 1`). Consecutive, so that
+/// a slot can take them as one run of blocks.
 #[inline(always)]
 fn pick_bits(avail: u64, spread: u32, k: u32) -> u64 {
-    let mut rest = avail.rotate_right(spread);
-    let mut picked = 0u64;
-    let mut n = 0;
-    while rest != 0 && n < k {
-        picked |= rest & rest.wrapping_neg();
-        rest &= rest - 1;
-        n += 1;
-    }
-    picked.rotate_left(spread)
+    let first = pick_bit(avail, spread).trailing_zeros();
+    let ones = (!(avail >> first)).trailing_zeros().min(k);
+    let run = if ones >= 64 { u64::MAX } else { (1u64 << ones) - 1 };
+    run << first
 }
 
 /// A tree over borrowed words.
@@ -439,9 +435,10 @@ impl<'a> Veb<'a> {
             .map(|(w, bits)| w * WORD_BITS + bits.trailing_zeros() as u64)
     }
 
-    /// Like `try_claim_spread`, but takes up to `k` (1..=64) free indices of the lowest leaf
-    /// word that has one at or after `x`, with one atomic: returns that word's number and the
-    /// bits taken (at least one; fewer than `k` when the word had fewer, or racers took some).
+    /// Like `try_claim_spread`, but takes up to `k` (1..=64) consecutive free indices of the
+    /// lowest leaf word that has one at or after `x`, with one atomic: returns that word's
+    /// number and the bits taken (at least one; fewer than `k` when the word had fewer in a
+    /// row, or racers took some, which can split what is taken).
     /// For claimers that want several blocks at once (one tree operation instead of `k`).
     #[inline(never)]
     pub fn try_claim_bits(&self, x: u64, spread: u32, k: u32) -> Option<(u64, u64)> {

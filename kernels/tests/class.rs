@@ -137,3 +137,21 @@ fn block_runs_waste_at_most_a_quarter() {
         }
     }
 }
+
+/// The division of a slice index in a slot's run by the slices per block (a multiply-high by
+/// a reciprocal from a table) equals true division for every index below its limit, for every
+/// class.
+#[test]
+fn run_indices_divide_exactly_by_slices_per_block() {
+    use veballoc_kernels::class::{div_per_block, PER_BLOCK_DIVIDEND_LIMIT};
+    for c in 0..NUM_CLASSES {
+        let d = slices_per_block(c);
+        let (mut q, mut next) = (0u32, d);
+        for x in 0..PER_BLOCK_DIVIDEND_LIMIT {
+            if x == next {
+                (q, next) = (q + 1, next + d);
+            }
+            assert_eq!(div_per_block(c, x), q, "class {c}: {x} / {d}");
+        }
+    }
+}

@@ -151,7 +151,7 @@ fn slot_take_exhaust_and_retire() {
             .map(|n| {
                 let (slot, rest_a) = (slot.clone(), rest_a.clone());
                 thread::spawn(move || match slot_take(&slot, n, PER_BLOCK) {
-                    SlotTake::Fresh { gid, start, got, exhausted } => {
+                    SlotTake::Fresh { gid, start, got, exhausted, .. } => {
                         if exhausted {
                             give_back(&rest_a, slot_parts(slot_install(&slot, B)));
                         }
@@ -163,7 +163,7 @@ fn slot_take_exhaust_and_retire() {
             .collect();
         let (s2, r2) = (slot.clone(), rest_a.clone());
         let trimmer = thread::spawn(move || {
-            if let Some((g, h)) = slot_retire(&s2, PER_BLOCK) {
+            if let Some((g, _, h)) = slot_retire(&s2, PER_BLOCK) {
                 give_back(&r2, (Some(g), h));
             }
         });
@@ -284,7 +284,7 @@ fn block_cycle_publishes_slices_to_the_recycler() {
             .map(|_| {
                 let b = b.clone();
                 thread::spawn(move || {
-                    let SlotTake::Fresh { gid: A, start, got: 1, exhausted } =
+                    let SlotTake::Fresh { gid: A, start, got: 1, exhausted, .. } =
                         slot_take(&b.slot, 1, PER_BLOCK)
                     else {
                         return (None, false); // the trimmer came first
@@ -309,7 +309,7 @@ fn block_cycle_publishes_slices_to_the_recycler() {
             .collect();
         let t = b.clone();
         let trimmer = thread::spawn(move || match slot_retire(&t.slot, PER_BLOCK) {
-            Some((A, handed)) if handed < PER_BLOCK => {
+            Some((A, _, handed)) if handed < PER_BLOCK => {
                 let last = t.meta.give_back(PER_BLOCK - handed, PER_BLOCK);
                 if last {
                     recycle(&t);
@@ -594,7 +594,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(1);
-                let q = t.heap.slots().take_in_row(c2, 1).map(|(q, _)| q);
+                let q = t.heap.slots().take_in_row(c2, 1).map(|t| t.base);
                 if let Some(q) = q {
                     assert_eq!(q, MEM, "the first slice of the reclaimed segment");
                     t.cells.write(q as *mut u8);
@@ -606,7 +606,7 @@ mod real {
             }
             // A null is right when the taker looked before the last free (the heap was full);
             // once the frees are done the segment is free.
-            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c2, 1).map(|(q, _)| q));
+            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c2, 1).map(|t| t.base));
             let q = q.expect("the reclaimed segment");
             m.check_whole(&[q as *mut u8], (0, 0, 0));
         });
@@ -636,7 +636,8 @@ mod real {
             // Block 0 current on multiprocessor 0 with one slice left, blocks 1..bps-1 out
             // as one run: only the segment's last block is free.
             let p0 = m.heap.malloc(64);
-            let (rest, got) = m.heap.take_slices(c, per_block - 2).unwrap();
+            let t = m.heap.take_slices(c, per_block - 2).unwrap();
+            let (rest, got) = (t.base, t.got);
             assert_eq!((p0 as u64, rest, got), (MEM, MEM + slice_bytes(c), per_block - 2));
             let run = m.heap.malloc(whole);
             assert_eq!(run as u64, MEM + RUN_BLOCK_BYTES);
@@ -645,7 +646,7 @@ mod real {
                     let m = m.clone();
                     thread::spawn(move || {
                         set_host_thread_index(i);
-                        let q = m.heap.slots().take_in_row(c, 1).map(|(q, _)| q as *mut u8);
+                        let q = m.heap.slots().take_in_row(c, 1).map(|t| t.base as *mut u8);
                         if let Some(q) = q {
                             m.cells.write(q);
                             // The thief's free: the block's kind must be the installer's.
@@ -691,7 +692,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let q = t.heap.slots().take_in_row(c, 1).map(|(q, _)| q);
+                let q = t.heap.slots().take_in_row(c, 1).map(|t| t.base);
                 if let Some(q) = q {
                     t.cells.write(q as *mut u8);
                 }
@@ -700,7 +701,7 @@ mod real {
             freer.join().unwrap();
             trimmer.join().unwrap();
             // A null is right when the taker looked while the slice was live (the heap full).
-            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c, 1).map(|(q, _)| q));
+            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c, 1).map(|t| t.base));
             m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0));
         });
     }
@@ -779,6 +780,72 @@ mod real {
             assert!(!q.is_null(), "null from a heap with nothing live (the reclaim window)");
             m.cells.write(q);
             m.check_whole(&[q], (0, 0, 0));
+        });
+    }
+
+    /// (7) A slot's run of two blocks (its first run of one ran out at once): a take of two
+    /// slices that crosses the end of the run's first block (two pieces, one in each block)
+    /// races the reclaim sweep's `trim_idle` (which drops the run's untouched second block,
+    /// or retires the run) and the free of a slice of the first block. Every slice goes to one
+    /// owner, a later owner of a freed or dropped slice writes it after the earlier one did
+    /// (the give-backs' release, the recycle, the next claim's acquire), and the heap is whole
+    /// at the end.
+    #[test]
+    fn a_take_across_a_run_races_the_sweep_and_a_free() {
+        let c = class_of(SIZE);
+        let per = slices_per_block(c);
+        let s = slice_bytes(c);
+        let block = group_block_bytes(group_of(c));
+        model(PREEMPTIONS_LARGE, move || {
+            let mut addrs = slices(c, 0..group_blocks_per_segment(group_of(c)), 1);
+            addrs.push(MEM + block + (per as u64 - 1) * s);
+            let m = Model::new(1, addrs);
+            set_host_thread_index(0);
+            // Block 0 at once (the run that follows is two blocks), then all but the last
+            // slice of block 1, the run's first.
+            let t0 = m.heap.take_slices(c, per).unwrap();
+            let t1 = m.heap.take_slices(c, per - 1).unwrap();
+            assert_eq!((t0.base, t0.got, t1.base, t1.got, t1.got2), (MEM, per, MEM + block, per - 1, 0));
+            let before = m.heap.validate().expect("the validator");
+            assert_eq!(before.slice_blocks[c], 3, "block 0 and a run of two: {before:?}");
+            let owned = MEM + block;
+            let f = m.clone();
+            let freer = thread::spawn(move || {
+                set_host_thread_index(1);
+                f.cells.write(owned as *mut u8);
+                f.heap.free(owned as *mut u8);
+            });
+            let w = m.clone();
+            let sweeper = thread::spawn(move || {
+                set_host_thread_index(2);
+                w.heap.slots().trim_idle();
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let got = t.heap.take_slices(c, 2);
+                if let Some(g) = got {
+                    for r in 0..g.total() {
+                        t.cells.write(g.addr(r, s) as *mut u8);
+                    }
+                }
+                got
+            });
+            freer.join().unwrap();
+            sweeper.join().unwrap();
+            let got = taker.join().unwrap().expect("a heap with room");
+            let mut mine: Vec<u64> = (0..got.total()).map(|r| got.addr(r, s)).collect();
+            if got.total() == 2 && got.got2 == 1 {
+                assert_eq!(mine, [MEM + block + (per as u64 - 1) * s, MEM + 2 * block], "the two pieces");
+            }
+            mine.sort();
+            mine.dedup();
+            assert_eq!(mine.len() as u32, got.total());
+            // Give back what the test took in bulk (one atomic each, as `settle_packed` does):
+            // block 0 whole, block 1 but for the freed slice.
+            m.heap.slots().release_slices(0, 0, c, per);
+            m.heap.slots().release_slices(0, 1, c, per - 2);
+            m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0));
         });
     }
 }
