@@ -63,11 +63,12 @@ impl<'a> HandOut<'a> {
     #[inline(always)]
     pub fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
         let (seg, first) = self.bit_of(addr);
-        // A slice's bit is its first unit's: units from `first`, at the slice's byte offset
-        // (24-byte slices start at every 1.5 units).
+        // A slice's bit is its first unit's, from its own byte offset in the segment (24-byte
+        // slices start every 1.5 units, so a run's later bits are not `first` plus a stride).
+        let offset = (addr - self.mem) & (crate::SEGMENT_BYTES - 1);
         let (mut word, mut mask) = (first / WORD_BITS, 0u64);
         for i in 0..count as u64 {
-            let bit = first + ((i * slice_bytes(c)) >> MIN_SLICE_SHIFT);
+            let bit = (offset + i * slice_bytes(c)) >> MIN_SLICE_SHIFT;
             if bit / WORD_BITS != word {
                 self.set_bits(seg, word, mask);
                 (word, mask) = (bit / WORD_BITS, 0);
