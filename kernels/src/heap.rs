@@ -93,8 +93,12 @@ pub const fn takes_unit_run(size: u64) -> bool {
 }
 
 /// Bits of the slice count in the word a group leader shares (the class served is above).
-const GOT_BITS: u32 = 16;
+const GOT_BITS: u32 = 14;
 const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
+/// Bits of the second piece's slice count (a warp's take spans at most two blocks of a run and
+/// takes at most 32 slices), above `GOT_BITS`; the class served is above both.
+const GOT2_BITS: u32 = 6;
+const _: () = assert!(arch::WARP_SIZE < 1 << GOT2_BITS && NUM_CLASSES < 1 << (32 - GOT_BITS - GOT2_BITS));
 /// Rounds a warp's slice loop may take: each round serves at least one lane, so 32 suffice;
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
@@ -281,11 +285,15 @@ impl DeviceHeap {
     fn serve_group(&self, c: usize, peers: u32) -> Option<*mut u8> {
         let leader = peers.trailing_zeros();
         let rank = (peers & arch::lanemask_lt()).count_ones();
-        // `got` and (above GOT_BITS) the class served, which one shuffle carries.
-        let (mut t, mut got) = (Taken::one(0, 0), 0u32);
+        // `got`, `got2` and the class served, which one shuffle carries (see `GOT2_BITS`); the
+        // second piece starts at the block after the first's, which every lane can compute.
+        let (mut base, mut word) = (0u64, 0u32);
         if arch::lane_id() == leader {
             match self.take_group(c, peers.count_ones()) {
-                Some((taken, served)) => (t, got) = (taken, taken.got | (served as u32) << GOT_BITS),
+                Some((t, served)) => {
+                    base = t.base;
+                    word = t.got | t.got2 << GOT_BITS | (served as u32) << (GOT_BITS + GOT2_BITS);
+                }
                 // Every lane of the group gets null: count requests, not groups.
                 None => {
                     crate::trace::add(self.meta, crate::trace::Event::NullSlice, peers.count_ones() as u64);
@@ -293,14 +301,17 @@ impl DeviceHeap {
                 }
             }
         }
-        let got_class = arch::shfl_sync_u32(peers, got, leader);
+        let base = arch::shfl_sync_u64(peers, base, leader);
+        let word = arch::shfl_sync_u32(peers, word, leader);
+        let served = (word >> (GOT_BITS + GOT2_BITS)) as usize;
+        let got2 = (word >> GOT_BITS) & ((1 << GOT2_BITS) - 1);
+        let shift = group_block_shift(group_of(served));
         let t = Taken {
-            base: arch::shfl_sync_u64(peers, t.base, leader),
-            got: got_class & ((1 << GOT_BITS) - 1),
-            base2: arch::shfl_sync_u64(peers, t.base2, leader),
-            got2: arch::shfl_sync_u32(peers, t.got2, leader),
+            base,
+            got: word & ((1 << GOT_BITS) - 1),
+            base2: if got2 == 0 { 0 } else { self.mem + ((((base - self.mem) >> shift) + 1) << shift) },
+            got2,
         };
-        let served = (got_class >> GOT_BITS) as usize;
         // Orders the leader's acquire take before the peers' use of their slices: shuffles
         // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
         arch::syncwarp(peers);

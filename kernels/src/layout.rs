@@ -132,8 +132,8 @@ const fn row_block_bytes(row: usize) -> u64 {
 pub const fn row_shard_log2(num_segments: u32, shards: u32, row: usize, pin_shift: u32) -> u32 {
     let capacity = (num_segments as u64) << SEGMENT_SHIFT;
     let block = row_block_bytes(row);
-    let share = (capacity >> pin_shift) / PIN_SHARES
-        >> if block >= BLOCK_TARGET_BYTES { LARGE_ROW_SHARE_SHIFT } else { 0 };
+    let large = if block >= BLOCK_TARGET_BYTES { LARGE_ROW_SHARE_SHIFT } else { 0 };
+    let share = ((capacity >> pin_shift) / PIN_SHARES) >> large;
     let fit = share / block;
     let max = shards.trailing_zeros();
     if fit <= 1 {
