@@ -12,6 +12,8 @@ fn main() {
     println!("cargo:rustc-env=VEBALLOC_GIT_REV={rev}");
     println!("cargo:rerun-if-changed=../.git/HEAD");
     println!("cargo:rerun-if-changed=../.git/index");
+    // A commit moves the branch's ref, not HEAD (which names the branch).
+    println!("cargo:rerun-if-changed=../.git/refs/heads");
     // The collections kernels (Rust's alloc in kernels), with veballoc's checks when its PTX
     // has them, and the same crate over CUDA's device malloc, for `collections`.
     veballoc_ptx_build::Ptx::new("../examples/collections/kernels")
