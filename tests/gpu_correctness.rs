@@ -158,6 +158,17 @@ fn free_all(gpu: &Gpu, heap: &Heap, ptrs: &[u64]) {
     gpu.sync().unwrap();
 }
 
+/// Frees `ptrs`, trims, checks that the heap is whole again (nothing in use, no bad free,
+/// every segment free) and destroys it.
+fn free_all_and_check_whole(gpu: &Gpu, heap: Heap, ptrs: &[u64]) {
+    free_all(gpu, &heap, ptrs);
+    heap.trim().unwrap();
+    let s = heap.stats().unwrap();
+    assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{s:?}");
+    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
+    heap.destroy().unwrap();
+}
+
 /// Issue 9.1 / 10.2: requests that exactly fill the heap all succeed, whatever the
 /// multiprocessors' current blocks hold (slices left in other shards' blocks are taken, and
 /// nobody gives up waiting while memory is left): 2^20 x 4 KiB in 4 GiB (blocks of 1 MiB, 16
@@ -237,12 +248,7 @@ fn gpu_mid_sizes_take_slices_of_their_class() {
             "{n} x {size} B: {ms:.2} ms (with the copy back), slices of {usable} B, range / asked {:.3}x",
             range as f64 / (n * size) as f64
         );
-        free_all(&gpu, &heap, &ptrs);
-        heap.trim().unwrap();
-        let s = heap.stats().unwrap();
-        assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{s:?}");
-        assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
-        heap.destroy().unwrap();
+        free_all_and_check_whole(&gpu, heap, &ptrs);
     }
 }
 
@@ -284,11 +290,6 @@ fn gpu_a_burst_of_runs_that_fit_gets_no_null() {
         }
         assert_eq!(s.bytes_in_use, n * usable, "{size} B: {s:?}");
         println!("{n} x {size} B: {ms:.2} ms (with the copy back), no null");
-        free_all(&gpu, &heap, &ptrs);
-        heap.trim().unwrap();
-        let s = heap.stats().unwrap();
-        assert_eq!((s.bytes_in_use, s.invalid_frees, s.double_frees), (0, 0, 0), "{s:?}");
-        assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
-        heap.destroy().unwrap();
+        free_all_and_check_whole(&gpu, heap, &ptrs);
     }
 }
