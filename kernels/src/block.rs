@@ -185,7 +185,7 @@ impl BlockBatch {
 /// Most blocks a current slot's run holds (see `slot_run_value`).
 pub const MAX_RUN_BLOCKS: u32 = 16;
 /// Bit of a slot word where the run's length less one starts (four bits: up to
-/// `MAX_RUN_BLOCKS`); below it, `gid + 1` (bits 32..60: segments below 2^20, see
+/// `MAX_RUN_BLOCKS`); below it, `gid + 1` (bits 32..60: segments below 2^19, see
 /// `HeapLayout::MAX_SEGMENTS`) and the slices handed out (bits 0..32).
 const SLOT_RUN_SHIFT: u32 = 60;
 const _: () = assert!(MAX_RUN_BLOCKS <= 1 << (64 - SLOT_RUN_SHIFT));
@@ -406,6 +406,21 @@ impl<'a> Blocks<'a> {
         // SAFETY: the layout reserved two words at reclaim_off.
         let w = unsafe { crate::atomic::words(self.segs.meta() + self.layout().reclaim_off, 2) };
         (&w[0], &w[1])
+    }
+
+    /// Runs `give_back` as a reclaim window: for a retirement outside the reclaim sweep (a
+    /// host trim), which takes a run out of its slot before its blocks are back in their
+    /// tree; a claim whose look overlaps it waits for it rather than report out of memory.
+    #[inline(never)]
+    pub(crate) fn in_reclaim_window<T>(&self, give_back: impl FnOnce() -> T) -> T {
+        let (started, ended) = self.reclaim_windows();
+        // AcqRel: sequenced before the caller's take of the run out of its slot (an acq_rel
+        // RMW), so a claimer that read the emptied slot and fences sees this count.
+        started.fetch_add_acq_rel(1);
+        let r = give_back();
+        // Release: the blocks' return happens-before a claimer that acquires this count.
+        ended.fetch_add_release(1);
+        r
     }
 
     /// The reclaim-window counts before a look at the trees: (ended, started).

@@ -5,15 +5,13 @@
 //! well below the heap (the churn test of issue 9).
 
 extern crate std;
-use std::vec::Vec;
 
 use crate::block::{
     gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
-    slot_parts, KIND_FREE, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
+    KIND_FREE, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
-use crate::slice::{row_class_kind, RUN_ROW0};
 
 /// Blocks serving slices of one class, split into those in a current slot and the others
 /// (retired: every slice handed out, the block waits for its last live slice to come back).
@@ -98,20 +96,8 @@ impl DeviceHeap {
     /// is (see [`Occupancy`]).
     pub fn occupancy(&self) -> Occupancy {
         let mut o = Occupancy::default();
-        let shards = self.layout().shards;
-        // Current blocks: (gid, class, handed) of every slot.
-        let mut current: Vec<(u64, usize, u32)> = Vec::new();
-        // The class and packed rows (run rows hold segments, whose parked blocks count as
-        // such below).
-        for row in 0..RUN_ROW0 {
-            let c = row_class_kind(row).0;
-            for sh in 0..shards {
-                // Acquire: quiescent heap; for form's sake.
-                if let (Some(gid), handed) = slot_parts(self.slots().current(row, sh).load_acquire()) {
-                    current.push((gid, c, handed.min(slices_per_block(c))));
-                }
-            }
-        }
+        // Current blocks (a run's blocks included): how many slices each has handed out.
+        let current = self.current_blocks();
         let n = self.layout().num_segments;
         let mut run = 0u64;
         for seg in 0..n {
@@ -149,8 +135,8 @@ impl DeviceHeap {
                         // Acquire: as above.
                         let freed = m.freed.load_acquire();
                         let co = &mut o.classes[c];
-                        match current.iter().find(|e| e.0 == gid) {
-                            Some(&(_, _, handed)) => {
+                        match current(c, gid) {
+                            Some(handed) => {
                                 co.current_blocks += 1;
                                 co.current_live += handed.saturating_sub(freed) as u64;
                                 co.current_unhanded += (slices_per_block(c) - handed) as u64;

@@ -214,6 +214,10 @@ impl DeviceHeap {
             if v.is_multiple_of(2) && word.cas_acq_rel(v, v + 1).is_ok() {
                 crate::trace::add(self.meta, crate::trace::Event::Sweeps, 1);
                 self.slots().trim_idle();
+                // Acquire fence: a slot the sweep read empty (relaxed) was emptied by a
+                // retirement whose reclaim window started before; this makes that window's
+                // start visible to our waiters (see Blocks::in_reclaim_window).
+                crate::arch::fence_acq_rel_gpu();
                 // Release: publishes the sweep's gives-back to the waiters (only the sweeper
                 // writes the word while it is odd).
                 word.store_release(v + 2);
@@ -416,9 +420,9 @@ impl DeviceHeap {
     }
 
     /// Collective `malloc` for a whole (1-D) thread block: thread 0 takes slices for every
-    /// thread with one atomic (two when a heap block runs out midway) and shares them through
-    /// shared memory, so that thread `t` gets slice `t` of the run and neighbours' buffers are
-    /// adjacent. Every thread of the block must call it (it holds barriers). Sizes may differ:
+    /// thread with one atomic on its slot's run (another take when that run runs out midway;
+    /// at most `CTA_RUNS` pieces) and shares them through shared memory, so that thread `t`
+    /// gets slice `t` of the pieces and neighbours' buffers are adjacent within a heap block. Every thread of the block must call it (it holds barriers). Sizes may differ:
     /// a thread whose request needs a larger slice than thread 0's gives its slice back and
     /// allocates on its own, so the fast path is for blocks that ask for one size.
     ///

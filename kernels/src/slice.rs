@@ -491,19 +491,23 @@ impl<'a> Slots<'a> {
     }
 
     /// Empties slot `shard` of row `row`: gives back what its run did not hand out (for a run
-    /// row, the segment's blocks not handed out).
+    /// row, the segment's blocks not handed out). In a reclaim window: a claimer that finds
+    /// the trees empty meanwhile waits for the give-back (a host trim runs outside the sweep).
     fn retire_slot(&self, row: usize, shard: u32) {
-        if let Some(g) = row_run_group(row) {
-            if let Some((gid, _, handed)) = slot_retire(self.current(row, shard), group_blocks_per_segment(g))
-            {
-                self.release_run_rest(g, gid, handed);
+        self.blocks.in_reclaim_window(|| {
+            if let Some(g) = row_run_group(row) {
+                if let Some((gid, _, handed)) =
+                    slot_retire(self.current(row, shard), group_blocks_per_segment(g))
+                {
+                    self.release_run_rest(g, gid, handed);
+                }
+                return;
             }
-            return;
-        }
-        let c = row_class_kind(row).0;
-        if let Some((gid, blocks, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
-            self.give_back_rest(c, gid, blocks, handed);
-        }
+            let c = row_class_kind(row).0;
+            if let Some((gid, blocks, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
+                self.give_back_rest(c, gid, blocks, handed);
+            }
+        })
     }
 
     /// Gives back `k` slices of block `local` of segment `seg` (of class `c`); the giver that
@@ -571,8 +575,9 @@ impl<'a> Slots<'a> {
         let j = div_per_block(c, handed);
         let (seg, local) = split_gid(gid);
         // Relaxed: a hint (frees of the slices handed out so far raise it up to what was
-        // passed); a stale or recycled read can only make us retire a block with live
-        // slices, which `give_back_rest` handles as `retire_slot` does.
+        // passed). A stale read is low and makes us shrink instead; a read from the block's
+        // earlier life can only make us retire a block with live slices, which
+        // `give_back_rest` handles as `retire_slot` does. The CAS fails if a take came in.
         if self.blocks.block_meta(seg, local + j).freed.load_relaxed() == handed - j * per_block {
             // AcqRel: as slot_retire's swap; fails if a take came in between.
             if slot.cas_acq_rel(w, 0).is_ok() {

@@ -211,17 +211,22 @@ impl DeviceHeap {
     }
 
     /// How many slices block `gid` of class `c` has handed out (or given back unhanded), if
-    /// it is in a current slot's run (of its class's row, or of a packed row of that class).
-    fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
+    /// it is a current block: in a current slot's run (of its class's row, or of a packed row
+    /// of that class) and not yet wholly passed by it (a passed block may have recycled and
+    /// be another slot's now).
+    pub(crate) fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
         move |c, gid| {
             let packed = (0..PACKED_CLASSES.len()).filter(|&i| PACKED_CLASSES[i] == c).map(packed_row);
             core::iter::once(c).chain(packed).find_map(|row| {
                 (0..self.layout().shards).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     let w = self.slots().current(row, sh).load_acquire();
+                    // A block the run has passed entirely may have recycled and be another
+                    // slot's now: only a block the run has not passed is the run's.
                     match slot_parts(w) {
                         (Some(first), handed) if (first..first + slot_blocks(w) as u64).contains(&gid) => {
-                            Some(run_block_handed(handed, (gid - first) as u32, slices_per_block(c)))
+                            let h = run_block_handed(handed, (gid - first) as u32, slices_per_block(c));
+                            (h < slices_per_block(c)).then_some(h)
                         }
                         _ => None,
                     }

@@ -848,4 +848,269 @@ mod real {
             m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0));
         });
     }
+
+    // Runs of blocks in a slot under the sweep's shrink, trims and takes across blocks.
+
+    /// Cells for slices {0, 1, per-2, per-1} of every block of segment 0 (class `c`).
+    fn edge_slices(c: usize) -> Vec<u64> {
+        let per = slices_per_block(c);
+        let g = group_of(c);
+        (0..group_blocks_per_segment(g))
+            .flat_map(|b| {
+                [0, 1, per - 2, per - 1]
+                    .into_iter()
+                    .map(move |s| MEM + b as u64 * group_block_bytes(g) + s as u64 * slice_bytes(c))
+            })
+            .collect()
+    }
+
+    /// Pieces of a take as (addr, count).
+    fn pieces(t: &veballoc_kernels::slice::Taken) -> Vec<(u64, u32)> {
+        let mut v = vec![(t.base, t.got)];
+        if t.got2 > 0 {
+            v.push((t.base2, t.got2));
+        }
+        v
+    }
+
+    /// The owner writes the first and last slice of each piece.
+    fn write_edges(m: &Model, c: usize, t: &veballoc_kernels::slice::Taken) {
+        for (b, n) in pieces(t) {
+            m.cells.write(b as *mut u8);
+            if n > 1 {
+                m.cells.write((b + (n as u64 - 1) * slice_bytes(c)) as *mut u8);
+            }
+        }
+    }
+
+    /// Gives back every piece of `t` (one atomic per piece).
+    fn give_back(m: &Model, c: usize, t: &veballoc_kernels::slice::Taken) {
+        let g = group_of(c);
+        for (b, n) in pieces(t) {
+            let off = b - MEM;
+            let (seg, local) = ((off >> 24) as u32, ((off & ((1 << 24) - 1)) / group_block_bytes(g)) as u32);
+            m.heap.slots().release_slices(seg, local, c, n);
+        }
+    }
+
+    /// A run of two blocks [1, 2] with one live slice in block 1: the sweep (shrink),
+    /// a trim (retire) and a take of `per` slices (across into block 2, or exhausting a
+    /// shrunk run, or electing on a retired slot) race.
+    #[test]
+    fn a_shrink_races_a_trim_and_a_take_across() {
+        let c = class_of(SIZE);
+        let per = slices_per_block(c);
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, edge_slices(c));
+            set_host_thread_index(0);
+            let t0 = m.heap.take_slices(c, per).unwrap();
+            let t1 = m.heap.take_slices(c, 1).unwrap();
+            assert_eq!((t0.base, t1.base), (MEM, MEM + group_block_bytes(group_of(c))));
+            let w = m.clone();
+            let sweeper = thread::spawn(move || {
+                set_host_thread_index(2);
+                w.heap.slots().trim_idle();
+            });
+            let r = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(1);
+                r.heap.trim_slot(c, 0);
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let got = t.heap.take_slices(c, per);
+                if let Some(g) = &got {
+                    write_edges(&t, c, g);
+                }
+                got
+            });
+            sweeper.join().unwrap();
+            trimmer.join().unwrap();
+            let got = taker.join().unwrap().expect("a heap with room");
+            assert_eq!(got.total(), if got.got2 > 0 { per } else { got.got }, "{got:?}");
+            for t in [t0, t1, got] {
+                give_back(&m, c, &t);
+            }
+            m.check_whole(&[], (0, 0, 0));
+        });
+    }
+
+    /// Runs [0], [1, 2], [3..6]; one live slice in block 3, freed while the sweep
+    /// retires or shrinks the run and a taker takes `per` slices (two pieces, or the rest of a
+    /// shrunk run then an install, or a fresh run on a retired slot, maybe block 3 again).
+    #[test]
+    fn a_shrink_of_a_four_block_run_races_a_take_and_a_free() {
+        let c = class_of(SIZE);
+        let per = slices_per_block(c);
+        let block = group_block_bytes(group_of(c));
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, edge_slices(c));
+            set_host_thread_index(0);
+            let t0 = m.heap.take_slices(c, per).unwrap();
+            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
+            assert_eq!((t1.base, t1.got, t1.base2, t1.got2), (MEM + block, per, MEM + 2 * block, per));
+            let t2 = m.heap.take_slices(c, 1).unwrap();
+            assert_eq!(t2.base, MEM + 3 * block);
+            let s = m.heap.validate().expect("validator");
+            assert_eq!(s.slice_blocks[c], 7, "{s:?}");
+            let owned = t2.base;
+            let f = m.clone();
+            let freer = thread::spawn(move || {
+                set_host_thread_index(1);
+                f.cells.write(owned as *mut u8);
+                f.heap.free(owned as *mut u8);
+            });
+            let w = m.clone();
+            let sweeper = thread::spawn(move || {
+                set_host_thread_index(2);
+                w.heap.slots().trim_idle();
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let got = t.heap.take_slices(c, per);
+                if let Some(g) = &got {
+                    write_edges(&t, c, g);
+                }
+                got
+            });
+            freer.join().unwrap();
+            sweeper.join().unwrap();
+            let got = taker.join().unwrap().expect("a heap with room");
+            for t in [t0, t1, got] {
+                give_back(&m, c, &t);
+            }
+            m.check_whole(&[], (0, 0, 0));
+        });
+    }
+
+    /// A take of 3 * per slices from index 1 of the run [3..6] (two pieces, the excess
+    /// given back by the taker) races the sweep and the free of the run's one live slice.
+    #[test]
+    fn a_take_past_two_blocks_races_the_sweep_and_a_free() {
+        let c = class_of(SIZE);
+        let per = slices_per_block(c);
+        let block = group_block_bytes(group_of(c));
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, edge_slices(c));
+            set_host_thread_index(0);
+            let t0 = m.heap.take_slices(c, per).unwrap();
+            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
+            let t2 = m.heap.take_slices(c, 1).unwrap();
+            assert_eq!(t2.base, MEM + 3 * block);
+            let owned = t2.base;
+            let f = m.clone();
+            let freer = thread::spawn(move || {
+                set_host_thread_index(1);
+                f.cells.write(owned as *mut u8);
+                f.heap.free(owned as *mut u8);
+            });
+            let w = m.clone();
+            let sweeper = thread::spawn(move || {
+                set_host_thread_index(2);
+                w.heap.slots().trim_idle();
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let got = t.heap.take_slices(c, 3 * per);
+                if let Some(g) = &got {
+                    write_edges(&t, c, g);
+                }
+                got
+            });
+            freer.join().unwrap();
+            sweeper.join().unwrap();
+            let got = taker.join().unwrap().expect("a heap with room");
+            for t in [t0, t1, got] {
+                give_back(&m, c, &t);
+            }
+            m.check_whole(&[], (0, 0, 0));
+        });
+    }
+
+    /// A malloc of a unit run (5 blocks of 64 KiB) from group 0's run row races a host trim,
+    /// which takes the row's segment out of its slot and gives back the blocks it has not handed
+    /// out; a one-segment heap, so the run comes from the row's segment or, after the trim,
+    /// from the group's tree: never null (before the trim's give-back was a reclaim window,
+    /// the malloc found both trees empty and returned null).
+    #[test]
+    fn a_trim_of_a_run_row_races_a_malloc_of_a_run() {
+        const RUN: u64 = 300_000;
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, (0..256u64).map(|b| MEM + b * (64 << 10)).collect());
+            set_host_thread_index(0);
+            let first = m.heap.malloc(RUN);
+            assert!(!first.is_null());
+            m.cells.write(first);
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let p = t.heap.malloc(RUN);
+                assert!(!p.is_null(), "null from a heap with room");
+                t.cells.write(p);
+                p as u64
+            });
+            let r = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(1);
+                r.heap.trim();
+            });
+            let p = taker.join().unwrap();
+            trimmer.join().unwrap();
+            assert!((first as u64).abs_diff(p) >= 5 * (64 << 10), "overlapping runs {first:?} {p:#x}");
+            m.check_whole(&[first, p as *mut u8], (0, 0, 0));
+        });
+    }
+
+    /// A class row's run of 8 blocks [7..14] (7 untouched) holds every free block of its group
+    /// in a one-segment heap; a host trim retires it (giving its blocks back one by one) while
+    /// a malloc of another class of the group looks for a block: never null (it was, before
+    /// the trim's give-back was a reclaim window).
+    #[test]
+    fn a_trim_of_a_long_run_races_a_malloc_of_its_group() {
+        let c = class_of(SIZE);
+        let c2 = class_of(2048);
+        let big = 8192u64;
+        assert_eq!(group_of(c), group_of(c2));
+        assert_eq!(group_of(c), group_of(class_of(big)));
+        let per = slices_per_block(c);
+        let block = group_block_bytes(group_of(c));
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(1, (0..16u64).map(|b| MEM + b * block).collect());
+            set_host_thread_index(0);
+            let t0 = m.heap.take_slices(c, per).unwrap();
+            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
+            let t2 = m.heap.take_slices(c, 2 * per).unwrap();
+            let t3 = m.heap.take_slices(c, 2 * per).unwrap();
+            assert_eq!((t3.base, t3.got2), (MEM + 5 * block, per), "{t3:?}");
+            let t4 = m.heap.take_slices(c, 1).unwrap();
+            assert_eq!(t4.base, MEM + 7 * block, "the run of 8 from block 7");
+            let t5 = m.heap.take_slices(c2, 1).unwrap();
+            assert_eq!(t5.base, MEM + 15 * block, "the last free block");
+            let r = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(1);
+                r.heap.trim_slot(c, 0);
+            });
+            let t = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                let p = t.heap.malloc(big);
+                if p.is_null() {
+                    panic!("null with 7 blocks of the group being given back");
+                }
+                t.cells.write(p);
+                p as u64
+            });
+            trimmer.join().unwrap();
+            let p = taker.join().unwrap();
+            for t in [t0, t1, t2, t3, t4] {
+                give_back(&m, c, &t);
+            }
+            give_back(&m, c2, &t5);
+            m.check_whole(&[p as *mut u8], (0, 0, 0));
+        });
+    }
 }

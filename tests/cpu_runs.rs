@@ -1,0 +1,245 @@
+//! Runs of blocks in current slots, seen by the validator, by diag's occupancy and under
+//! concurrent sweeps and trims. A block a run has wholly passed can recycle while the run is
+//! still current and then belong to another slot: the readers of the metadata must not read it
+//! through the stale run's range (found by review, 2026-11-24).
+
+use veballoc::kernels::arch::set_host_thread_index;
+use veballoc::kernels::block::{class_of, slices_per_block};
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::HeapLayout;
+use veballoc::kernels::slice::max_run;
+
+/// A thread index on shard 1 (of 2) whose claim spread is 0 (see `claim_from_tree`), so that
+/// its install takes the lowest free block.
+const SHARD1_SPREAD0: u64 = 89;
+
+fn heap(shards: u32) -> CpuHeap {
+    CpuHeap::with_layout(HeapLayout::new(1, shards, veballoc::kernels::CHECKS).with_pin_shift(64))
+}
+
+/// Sets up: shard 0 of class 16 B holds the run [1, 2] with block 1 wholly handed out and
+/// then wholly freed (recycled while the run is current); block 0 is wholly live.
+fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
+    let c = class_of(16);
+    let per = slices_per_block(c);
+    assert_eq!(max_run(c), 2);
+    set_host_thread_index(0);
+    let t0 = h.take_slices(c, per).expect("block 0");
+    assert_eq!((t0.base, t0.got), (h.mem, per));
+    if h.checking() {
+        h.hand_out().mark_handed_out(t0.base, c, t0.got);
+    }
+    let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
+    assert_eq!((t1.base, t1.got, t1.got2), (h.mem + (64 << 10), per, 0));
+    // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
+    h.slots().release_slices(0, 1, c, per);
+    (c, per)
+}
+
+/// The validator looks a block up by "the first slot whose run's range contains it"; a block
+/// that left a still-current run (recycled) and was installed by another slot of its class
+/// is then read with the stale run's count (every slice passed): its live count is wrong
+/// (and with checks the validator reports `HandOutBits` on a consistent heap).
+#[test]
+fn validator_reads_a_recycled_block_through_a_stale_run_range() {
+    let cpu = heap(2);
+    let h = cpu.heap();
+    let (c, per) = stale_run(h);
+    // Shard 1 installs a block: the lowest free one is block 1.
+    set_host_thread_index(SHARD1_SPREAD0);
+    let q = h.take_slices(c, 1).expect("a slice on shard 1");
+    assert_eq!(q.base, h.mem + (64 << 10), "shard 1 got the recycled block 1");
+    if h.checking() {
+        h.hand_out().mark_handed_out(q.base, c, 1);
+    }
+    // Live: block 0 whole (per) + one slice of block 1.
+    let s = h.validate();
+    eprintln!("validate: {s:?}");
+    let s = s.expect("a consistent heap validates");
+    assert_eq!(s.live_slices[c], per as u64 + 1, "live slices of class 16 B: {s:?}");
+}
+
+/// The same through the class's packed row (16 B is a packed class): the packed block is read
+/// through the class row's stale run.
+#[test]
+fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
+    let cpu = heap(2);
+    let h = cpu.heap();
+    let (_c, _per) = stale_run(h);
+    set_host_thread_index(0);
+    let ps = cpu.warp_malloc_packed(&[16]);
+    assert_eq!(ps[0] as u64, h.mem + (64 << 10), "the packed row got the recycled block 1");
+    let s = h.validate();
+    eprintln!("validate: {s:?}");
+    let s = s.expect("a consistent heap validates");
+    assert_eq!(s.live_packed, 1, "one packed object: {s:?}");
+}
+
+/// diag's occupancy reads a slot's first block only: the untouched later blocks of a run
+/// count as retired blocks full of live slices.
+#[test]
+fn occupancy_counts_a_runs_untouched_blocks_as_live() {
+    let cpu = heap(1);
+    let h = cpu.heap();
+    let c = class_of(16);
+    let per = slices_per_block(c);
+    set_host_thread_index(0);
+    let t0 = h.take_slices(c, per).unwrap();
+    let t1 = h.take_slices(c, 10).unwrap();
+    if h.checking() {
+        h.hand_out().mark_handed_out(t0.base, c, t0.got);
+        h.hand_out().mark_handed_out(t1.base, c, t1.got);
+    }
+    let s = h.validate().expect("consistent");
+    assert_eq!(s.live_slices[c], per as u64 + 10);
+    let o = h.occupancy();
+    let co = o.classes[c];
+    eprintln!("{co:?}");
+    assert_eq!(
+        co.current_live + co.retired_live,
+        per as u64 + 10,
+        "occupancy's live slices of class 16 B: {co:?}"
+    );
+}
+
+mod stress {
+    use super::*;
+    use rand::{rngs::StdRng, Rng, SeedableRng};
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+
+    fn fill(p: u64, size: u64, tag: u64) {
+        let n = (size.min(8192) / 8) as usize;
+        // SAFETY: p holds `size` bytes handed out by the heap.
+        let s = unsafe { std::slice::from_raw_parts_mut(p as *mut u64, n) };
+        for (i, w) in s.iter_mut().enumerate() {
+            *w = tag ^ i as u64;
+        }
+    }
+    fn check(p: u64, size: u64, tag: u64) {
+        let n = (size.min(8192) / 8) as usize;
+        // SAFETY: as above.
+        let s = unsafe { std::slice::from_raw_parts(p as *const u64, n) };
+        for (i, w) in s.iter().enumerate() {
+            assert_eq!(*w, tag ^ i as u64, "slice {p:#x} (size {size}) overwritten");
+        }
+    }
+
+    /// Threads on shared slots take runs (warps and big takes), free, and sweep/trim
+    /// concurrently on a small heap; no address is handed out twice, every slice keeps its
+    /// contents, and the heap is whole at the end.
+    #[test]
+    fn runs_under_sweeps_and_trims() {
+        const THREADS: usize = 8;
+        const ROUNDS: usize = 40000;
+        let sizes = [16u64, 24, 48, 2560, 3072, 4096, 160, 300_000];
+        let cpu = CpuHeap::with_layout(HeapLayout::new(8, 4, veballoc::kernels::CHECKS).with_pin_shift(64));
+        let h = cpu.heap();
+        let live_set = Mutex::new(HashSet::<u64>::new());
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (cpu, live_set, stop) = (&cpu, &live_set, &stop);
+            s.spawn(move || {
+                set_host_thread_index(1000);
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if i.is_multiple_of(3) {
+                        cpu.heap().trim();
+                    } else {
+                        cpu.heap().slots().trim_idle();
+                    }
+                    i += 1;
+                    std::thread::yield_now();
+                }
+            });
+            let hs: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    s.spawn(move || {
+                        let h = cpu.heap();
+                        set_host_thread_index(t as u64);
+                        let mut rng = StdRng::seed_from_u64(
+                            std::env::var("SEED").ok().and_then(|s| s.parse::<u64>().ok()).unwrap_or(0)
+                                * 1000
+                                + 77
+                                + t as u64,
+                        );
+                        let mut live: Vec<(u64, u64, u64)> = Vec::new();
+                        for r in 0..ROUNDS {
+                            if live.len() < 400 && rng.gen_bool(0.55) {
+                                let size = sizes[rng.gen_range(0..sizes.len())];
+                                let tag = (t as u64) << 48 | (r as u64) << 16;
+                                let mut got: Vec<u64> = Vec::new();
+                                if (2560..=4096).contains(&size) && rng.gen_bool(0.3) {
+                                    let c = class_of(size);
+                                    let n = rng.gen_range(33..=1024);
+                                    if let Some(tk) = h.take_slices(c, n) {
+                                        if h.checking() {
+                                            h.hand_out().mark_handed_out(tk.base, c, tk.got);
+                                            if tk.got2 > 0 {
+                                                h.hand_out().mark_handed_out(tk.base2, c, tk.got2);
+                                            }
+                                        }
+                                        let s = veballoc::kernels::block::slice_bytes(c);
+                                        got.extend((0..tk.total()).map(|r| tk.addr(r, s)));
+                                    }
+                                } else {
+                                    let k = rng.gen_range(1..=32);
+                                    got.extend(
+                                        cpu.warp_malloc(&vec![size; k])
+                                            .into_iter()
+                                            .filter(|p| !p.is_null())
+                                            .map(|p| p as u64),
+                                    );
+                                }
+                                {
+                                    let mut set = live_set.lock().unwrap();
+                                    for &p in &got {
+                                        assert!(set.insert(p), "{p:#x} handed out twice");
+                                    }
+                                }
+                                for (i, &p) in got.iter().enumerate() {
+                                    let tg = tag | i as u64;
+                                    fill(p, size, tg);
+                                    live.push((p, size, tg));
+                                }
+                            } else {
+                                for _ in 0..rng.gen_range(1..64) {
+                                    if live.is_empty() {
+                                        break;
+                                    }
+                                    let (p, size, tag) = live.swap_remove(rng.gen_range(0..live.len()));
+                                    check(p, size, tag);
+                                    assert!(live_set.lock().unwrap().remove(&p));
+                                    h.free(p as *mut u8);
+                                }
+                            }
+                        }
+                        for (p, size, tag) in live {
+                            check(p, size, tag);
+                            assert!(live_set.lock().unwrap().remove(&p));
+                            h.free(p as *mut u8);
+                        }
+                    })
+                })
+                .collect();
+            for x in hs {
+                x.join().unwrap();
+            }
+            eprintln!(
+                "oom nulls {}",
+                cpu.heap().counter(veballoc::kernels::heap::counter::OUT_OF_MEMORY).load_relaxed()
+            );
+            stop.store(true, Ordering::Relaxed);
+        });
+        h.trim();
+        let s = h.validate().expect("heap consistent");
+        eprintln!("{s:?}");
+        assert_eq!(
+            (s.bytes_in_use, s.blocks_in_use(), s.double_frees, s.invalid_frees),
+            (0, 0, 0, 0),
+            "{s:?}"
+        );
+        assert_eq!(s.free_segments, 8, "{s:?}");
+    }
+}
