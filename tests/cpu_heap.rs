@@ -6,7 +6,7 @@ use std::sync::{Barrier, Mutex};
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{blocks_per_segment, class_of, slice_bytes, slices_per_block};
-use veballoc::kernels::class::align_of_request;
+use veballoc::kernels::class::{align_of_request, block_run_len, MAX_SLICE_BYTES, RUN_BLOCK_BYTES};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES, SLICES_PER_BLOCK};
@@ -478,7 +478,13 @@ fn one_size_fills_the_heap() {
         println!("size {size:>8}: {served:>8} served, {:.1}% of the heap asked for", 100.0 * share);
         assert!(share >= 0.75, "size {size}: only {:.1}% of the heap", 100.0 * share);
         let s = h.validate().expect("heap consistent");
-        assert_eq!(s.bytes_in_use, served * slice_bytes(class_of(size)), "size {size}");
+        // A slice of the size's class, or above the largest class a run of 256 KiB blocks.
+        let each = if size <= MAX_SLICE_BYTES {
+            slice_bytes(class_of(size))
+        } else {
+            block_run_len(size) as u64 * RUN_BLOCK_BYTES
+        };
+        assert_eq!(s.bytes_in_use, served * each, "size {size}");
     }
 }
 

@@ -107,12 +107,58 @@ const fn mant_exp(c: usize) -> (u32, u32) {
     }
 }
 
-/// Bytes of one slice of class `c`.
+/// Bytes of one slice of class `c` (from the class table: one cached load at run time).
 #[inline(always)]
 pub const fn slice_bytes(c: usize) -> u64 {
+    CLASS_TABLE[c].slice_bytes as u64
+}
+
+/// Bytes of one slice of class `c`, derived (for the class table).
+const fn derive_slice_bytes(c: usize) -> u64 {
     let (m, e) = mant_exp(c);
     (m as u64) << e
 }
+
+/// What the hot paths need of a class, derived once: `malloc` and `free` read one 16-byte
+/// entry (a cached load) instead of rederiving the geometry from the class index, which cost
+/// free about a hundred instructions per warp (ncu, r25).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(16))]
+struct ClassInfo {
+    /// `slice_divisor(c).magic`.
+    magic: u64,
+    /// `slice_bytes(c)`.
+    slice_bytes: u32,
+    /// `slices_per_block(c)`.
+    per_block: u16,
+    /// `slice_divisor(c).shift`.
+    shift: u8,
+    /// `group_of(c)`.
+    group: u8,
+}
+
+/// One entry per class (see [`ClassInfo`]).
+const CLASS_TABLE: [ClassInfo; NUM_CLASSES] = {
+    let mut t = [ClassInfo { magic: 0, slice_bytes: 0, per_block: 0, shift: 0, group: 0 }; NUM_CLASSES];
+    let mut c = 0;
+    while c < NUM_CLASSES {
+        let (m, e) = mant_exp(c);
+        let d = Divisor::new(m, e);
+        let s = derive_slice_bytes(c);
+        let shift = block_shift_for(s);
+        let per = d.div(1 << shift);
+        assert!(s <= u32::MAX as u64 && per <= u16::MAX as u64 && d.shift <= u8::MAX as u32);
+        t[c] = ClassInfo {
+            magic: d.magic,
+            slice_bytes: s as u32,
+            per_block: per as u16,
+            shift: d.shift as u8,
+            group: (shift - MIN_BLOCK_SHIFT) as u8,
+        };
+        c += 1;
+    }
+    t
+};
 
 /// Smallest power of two >= `size`, as its log2 (`size` >= 1).
 #[inline(always)]
@@ -142,7 +188,7 @@ const fn block_shift_for(s: u64) -> u32 {
 /// The group (segment format) of class `c`: its block size (see the module docs).
 #[inline(always)]
 pub const fn group_of(c: usize) -> usize {
-    (block_shift_for(slice_bytes(c)) - MIN_BLOCK_SHIFT) as usize
+    CLASS_TABLE[c].group as usize
 }
 
 /// log2 of the block size of group `g`.
@@ -163,10 +209,10 @@ pub const fn group_blocks_per_segment(g: usize) -> u32 {
     1 << (SEGMENT_BYTES.trailing_zeros() - group_block_shift(g))
 }
 
-/// Slices in a block of class `c`: floor(block / slice), by the class's reciprocal.
+/// Slices in a block of class `c`: floor(block / slice).
 #[inline(always)]
 pub const fn slices_per_block(c: usize) -> u32 {
-    slice_divisor(c).div(group_block_bytes(group_of(c))) as u32
+    CLASS_TABLE[c].per_block as u32
 }
 
 /// `ceil(2^32 / slices_per_block(c))` for every class: `div_per_block` multiplies by it.
@@ -277,14 +323,18 @@ pub const fn block_run_len(size: u64) -> u32 {
 /// Division by `slice_bytes(c)`.
 #[inline(always)]
 pub const fn slice_divisor(c: usize) -> Divisor {
-    let (m, e) = mant_exp(c);
-    Divisor::new(m, e)
+    let e = &CLASS_TABLE[c];
+    Divisor { shift: e.shift as u32, magic: e.magic }
 }
 
 const fn check_table() {
     let mut c = 0;
     while c < NUM_CLASSES {
         let s = slice_bytes(c);
+        assert!(s == derive_slice_bytes(c));
+        let (m, e) = mant_exp(c);
+        let d = Divisor::new(m, e);
+        assert!(slice_divisor(c).shift == d.shift && slice_divisor(c).magic == d.magic);
         assert!(s.is_multiple_of(16) || s == 24, "slices are 16-byte multiples, or 24 B");
         assert!(class_of(s) == c, "a class's own size maps to it");
         assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
