@@ -1,6 +1,8 @@
 //! The allocator on CPU threads: the same source as the device build, over host memory.
 //! These carry the weight in CI, where there is no GPU.
 
+mod common;
+
 use std::sync::{Barrier, Mutex};
 
 use rand::{rngs::StdRng, Rng, SeedableRng};
@@ -11,40 +13,10 @@ use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES, SLICES_PER_BLOCK};
 
+use common::{check, fill};
+
 /// Shards (current slots per class) for CPU heaps: one per test thread.
 const SHARDS: u32 = 16;
-
-/// Fills `size` bytes at `p` with a tag-derived pattern (for large blocks, the first and
-/// last 4 KiB only, to keep tests fast).
-fn fill(p: *mut u8, size: u64, tag: u64) {
-    for (off, len) in spans(size) {
-        // SAFETY: p holds `size` bytes handed out by the heap.
-        let s = unsafe { std::slice::from_raw_parts_mut(p.add(off as usize) as *mut u64, len as usize / 8) };
-        for (i, w) in s.iter_mut().enumerate() {
-            *w = tag ^ (off / 8 + i as u64);
-        }
-    }
-}
-
-fn check(p: *mut u8, size: u64, tag: u64) {
-    for (off, len) in spans(size) {
-        // SAFETY: as in fill.
-        let s = unsafe { std::slice::from_raw_parts(p.add(off as usize) as *const u64, len as usize / 8) };
-        for (i, w) in s.iter().enumerate() {
-            assert_eq!(*w, tag ^ (off / 8 + i as u64), "allocation {p:?} (size {size}) was overwritten");
-        }
-    }
-}
-
-fn spans(size: u64) -> Vec<(u64, u64)> {
-    let size = size / 8 * 8;
-    const EDGE: u64 = 4096;
-    if size <= 2 * EDGE {
-        vec![(0, size)]
-    } else {
-        vec![(0, EDGE), (size - EDGE, EDGE)]
-    }
-}
 
 /// Sizes as users ask for them: mostly small, some mid-size slices, some whole blocks,
 /// rarely several segments.

@@ -3,6 +3,8 @@
 //! still current and then belong to another slot: the readers of the metadata must not read it
 //! through the stale run's range (found by review, 2026-11-24).
 
+mod common;
+
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{class_of, slices_per_block};
 use veballoc::kernels::cpu::CpuHeap;
@@ -103,28 +105,12 @@ fn occupancy_counts_a_runs_untouched_blocks_as_live() {
 }
 
 mod stress {
+    use super::common::{check, fill};
     use super::*;
     use rand::{rngs::StdRng, Rng, SeedableRng};
     use std::collections::HashSet;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Mutex;
-
-    fn fill(p: u64, size: u64, tag: u64) {
-        let n = (size.min(8192) / 8) as usize;
-        // SAFETY: p holds `size` bytes handed out by the heap.
-        let s = unsafe { std::slice::from_raw_parts_mut(p as *mut u64, n) };
-        for (i, w) in s.iter_mut().enumerate() {
-            *w = tag ^ i as u64;
-        }
-    }
-    fn check(p: u64, size: u64, tag: u64) {
-        let n = (size.min(8192) / 8) as usize;
-        // SAFETY: as above.
-        let s = unsafe { std::slice::from_raw_parts(p as *const u64, n) };
-        for (i, w) in s.iter().enumerate() {
-            assert_eq!(*w, tag ^ i as u64, "slice {p:#x} (size {size}) overwritten");
-        }
-    }
 
     /// Threads on shared slots take runs (warps and big takes), free, and sweep/trim
     /// concurrently on a small heap; no address is handed out twice, every slice keeps its
@@ -200,7 +186,7 @@ mod stress {
                                 }
                                 for (i, &p) in got.iter().enumerate() {
                                     let tg = tag | i as u64;
-                                    fill(p, size, tg);
+                                    fill(p as *mut u8, size, tg);
                                     live.push((p, size, tg));
                                 }
                             } else {
@@ -209,14 +195,14 @@ mod stress {
                                         break;
                                     }
                                     let (p, size, tag) = live.swap_remove(rng.gen_range(0..live.len()));
-                                    check(p, size, tag);
+                                    check(p as *mut u8, size, tag);
                                     assert!(live_set.lock().unwrap().remove(&p));
                                     h.free(p as *mut u8);
                                 }
                             }
                         }
                         for (p, size, tag) in live {
-                            check(p, size, tag);
+                            check(p as *mut u8, size, tag);
                             assert!(live_set.lock().unwrap().remove(&p));
                             h.free(p as *mut u8);
                         }

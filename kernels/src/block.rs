@@ -408,17 +408,20 @@ impl<'a> Blocks<'a> {
         (&w[0], &w[1])
     }
 
-    /// Runs `give_back` as a reclaim window: for a retirement outside the reclaim sweep (a
-    /// host trim), which takes a run out of its slot before its blocks are back in their
-    /// tree; a claim whose look overlaps it waits for it rather than report out of memory.
-    #[inline(never)]
-    pub(crate) fn in_reclaim_window<T>(&self, give_back: impl FnOnce() -> T) -> T {
+    /// Runs `hide` as a reclaim window: `hide` takes memory out of view (a reclaim's removal
+    /// of a segment's blocks from their tree, a host trim's take of a run out of its slot)
+    /// and puts it back in view elsewhere (the segment tree, the blocks' tree) before it
+    /// returns; a claim whose look at the trees overlaps the window waits for it rather than
+    /// report out of memory (see `reclaims_stayed_quiet`).
+    #[inline(always)]
+    pub(crate) fn in_reclaim_window<T>(&self, hide: impl FnOnce() -> T) -> T {
         let (started, ended) = self.reclaim_windows();
-        // AcqRel: sequenced before the caller's take of the run out of its slot (an acq_rel
-        // RMW), so a claimer that read the emptied slot and fences sees this count.
+        // AcqRel: sequenced before `hide`'s first removal (an acq_rel or release RMW), so a
+        // claimer that saw that removal and then fences also sees this count.
         started.fetch_add_acq_rel(1);
-        let r = give_back();
-        // Release: the blocks' return happens-before a claimer that acquires this count.
+        let r = hide();
+        // Release: what `hide` put back in view happens-before a claimer that acquires this
+        // count.
         ended.fetch_add_release(1);
         r
     }
@@ -697,22 +700,20 @@ impl<'a> Blocks<'a> {
                 return;
             }
             crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
-            let (started, ended) = self.reclaim_windows();
-            // AcqRel: sequenced before the removal (release RMWs), so a claimer that saw a
-            // removed bit and then fences also sees this count (see reclaims_stayed_quiet).
-            started.fetch_add_acq_rel(1);
-            let reclaimed = self.block_tree(g).remove_range_exact(base, bps);
-            if reclaimed {
-                // We own every block of the segment now.
-                // Release: the entry is cleared before the segment becomes claimable.
-                self.segs.seg_table(seg).store_release(0);
-                // Release: as above.
-                out.store_release(0);
-                self.segs.seg_tree().insert(seg as u64);
-            }
-            // Release: the segment's insert (or the blocks' return) happens-before a claimer
-            // that acquires this count.
-            ended.fetch_add_release(1);
+            // From the blocks' removal until the segment is in the segment tree (or the
+            // blocks are back), neither tree shows this memory.
+            let reclaimed = self.in_reclaim_window(|| {
+                let reclaimed = self.block_tree(g).remove_range_exact(base, bps);
+                if reclaimed {
+                    // We own every block of the segment now.
+                    // Release: the entry is cleared before the segment becomes claimable.
+                    self.segs.seg_table(seg).store_release(0);
+                    // Release: as above.
+                    out.store_release(0);
+                    self.segs.seg_tree().insert(seg as u64);
+                }
+                reclaimed
+            });
             if reclaimed {
                 return;
             }

@@ -563,9 +563,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Segment and block (of class `c`) of heap address `addr`.
+    /// Segment and block (of class `c`) of heap address `addr`: what `Slots::release_slices`
+    /// takes.
     #[inline(always)]
-    fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
+    pub fn block_of(&self, addr: u64, c: usize) -> (u32, u32) {
         let off = addr - self.mem;
         (
             (off >> SEGMENT_SHIFT) as u32,

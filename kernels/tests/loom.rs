@@ -885,10 +885,8 @@ mod real {
 
     /// Gives back every piece of `t` (one atomic per piece).
     fn give_back(m: &Model, c: usize, t: &veballoc_kernels::slice::Taken) {
-        let g = group_of(c);
         for (b, n) in pieces(t) {
-            let off = b - MEM;
-            let (seg, local) = ((off >> 24) as u32, ((off & ((1 << 24) - 1)) / group_block_bytes(g)) as u32);
+            let (seg, local) = m.heap.block_of(b, c);
             m.heap.slots().release_slices(seg, local, c, n);
         }
     }
@@ -936,11 +934,10 @@ mod real {
         });
     }
 
-    /// Runs [0], [1, 2], [3..6]; one live slice in block 3, freed while the sweep
-    /// retires or shrinks the run and a taker takes `per` slices (two pieces, or the rest of a
-    /// shrunk run then an install, or a fresh run on a retired slot, maybe block 3 again).
-    #[test]
-    fn a_shrink_of_a_four_block_run_races_a_take_and_a_free() {
+    /// Runs [0], [1, 2], [3..6] of class `SIZE` with one live slice, the first of block 3:
+    /// its free races the sweep (which retires or shrinks the run) and a take of `take`
+    /// slices. Every slice goes to one owner and the heap is whole at the end.
+    fn run_of_four_races_a_take_the_sweep_and_a_free(take: u32) {
         let c = class_of(SIZE);
         let per = slices_per_block(c);
         let block = group_block_bytes(group_of(c));
@@ -969,7 +966,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let got = t.heap.take_slices(c, per);
+                let got = t.heap.take_slices(c, take);
                 if let Some(g) = &got {
                     write_edges(&t, c, g);
                 }
@@ -985,49 +982,18 @@ mod real {
         });
     }
 
-    /// A take of 3 * per slices from index 1 of the run [3..6] (two pieces, the excess
-    /// given back by the taker) races the sweep and the free of the run's one live slice.
+    /// A take of `per` slices (two pieces, or the rest of a shrunk run then an install, or a
+    /// fresh run on a retired slot, maybe block 3 again).
+    #[test]
+    fn a_shrink_of_a_four_block_run_races_a_take_and_a_free() {
+        run_of_four_races_a_take_the_sweep_and_a_free(slices_per_block(class_of(SIZE)));
+    }
+
+    /// A take of 3 * per slices from index 1 of the run [3..6] (two pieces, the excess given
+    /// back by the taker).
     #[test]
     fn a_take_past_two_blocks_races_the_sweep_and_a_free() {
-        let c = class_of(SIZE);
-        let per = slices_per_block(c);
-        let block = group_block_bytes(group_of(c));
-        model(PREEMPTIONS_LARGE, move || {
-            let m = Model::new(1, edge_slices(c));
-            set_host_thread_index(0);
-            let t0 = m.heap.take_slices(c, per).unwrap();
-            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
-            let t2 = m.heap.take_slices(c, 1).unwrap();
-            assert_eq!(t2.base, MEM + 3 * block);
-            let owned = t2.base;
-            let f = m.clone();
-            let freer = thread::spawn(move || {
-                set_host_thread_index(1);
-                f.cells.write(owned as *mut u8);
-                f.heap.free(owned as *mut u8);
-            });
-            let w = m.clone();
-            let sweeper = thread::spawn(move || {
-                set_host_thread_index(2);
-                w.heap.slots().trim_idle();
-            });
-            let t = m.clone();
-            let taker = thread::spawn(move || {
-                set_host_thread_index(0);
-                let got = t.heap.take_slices(c, 3 * per);
-                if let Some(g) = &got {
-                    write_edges(&t, c, g);
-                }
-                got
-            });
-            freer.join().unwrap();
-            sweeper.join().unwrap();
-            let got = taker.join().unwrap().expect("a heap with room");
-            for t in [t0, t1, got] {
-                give_back(&m, c, &t);
-            }
-            m.check_whole(&[], (0, 0, 0));
-        });
+        run_of_four_races_a_take_the_sweep_and_a_free(3 * slices_per_block(class_of(SIZE)));
     }
 
     /// A malloc of a unit run (5 blocks of 64 KiB) from group 0's run row races a host trim,
