@@ -25,4 +25,22 @@ done
 "$BIN/llvm-link" --only-needed=false "${bcs[@]}" -o "$work/linked.bc" 2>/dev/null || "$BIN/llvm-link" "${bcs[@]}" -o "$work/linked.bc"
 keep=$(IFS=,; echo "${exports[*]}")
 "$BIN/opt" -passes="internalize,globaldce,default<O3>" -internalize-public-api-list="$keep" "$work/linked.bc" -o "$work/opt.bc"
-"$BIN/llc" -mtriple=nvptx64-nvidia-cuda -mcpu="$cpu" -O3 "$work/opt.bc" -o "$out"
+"$BIN/llc" -mtriple=nvptx64-nvidia-cuda -mcpu="$cpu" -O3 "$work/opt.bc" -o "$work/out.ptx"
+# Register caps: a kernel that called `veballoc_kernels::max_registers::<N>()` holds the
+# comment `// veballoc.maxnreg N` in its body; its entry gets `.maxnreg N` (the lowest N if
+# several), which ptxas honours below any cap of the module's JIT options. Two passes over
+# the PTX: find the caps per entry, then write the directive before the entry's body.
+awk '
+  FNR == NR {
+    if ($0 ~ /^(\.visible |\.weak )?\.entry /) { name = $0; sub(/^.*\.entry /, "", name); sub(/\(.*$/, "", name) }
+    else if ($0 ~ /^}/) name = ""
+    else if (name != "" && match($0, /veballoc\.maxnreg [0-9]+/)) {
+      n = substr($0, RSTART + 17, RLENGTH - 17) + 0
+      if (!(name in cap) || n < cap[name]) cap[name] = n
+    }
+    next
+  }
+  /^(\.visible |\.weak )?\.entry / { pending = $0; sub(/^.*\.entry /, "", pending); sub(/\(.*$/, "", pending) }
+  /^{/ && pending != "" { if (pending in cap) print ".maxnreg " cap[pending]; pending = "" }
+  { print }
+' "$work/out.ptx" "$work/out.ptx" > "$out"

@@ -54,14 +54,19 @@ fn ptx_uses_gpu_scope_ordered_atomics() {
 /// Names the ptxas to use (default: `ptxas` on PATH).
 const PTXAS_ENV: &str = "PTXAS";
 
-#[test]
-fn ptx_assembles_for_sm90() {
-    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}", std::process::id()));
+/// Runs ptxas for sm_90 (with `-v` when `verbose`) on veballoc's PTX; returns its output.
+fn ptxas(verbose: bool) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}-{verbose}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
     std::fs::write(&ptx, veballoc::PTX).unwrap();
     let ptxas = std::env::var_os(PTXAS_ENV).unwrap_or_else(|| "ptxas".into());
-    let out = Command::new(&ptxas).args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output();
+    let mut cmd = Command::new(&ptxas);
+    cmd.args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx);
+    if verbose {
+        cmd.arg("-v");
+    }
+    let out = cmd.output();
     std::fs::remove_dir_all(&dir).ok();
     let out = out.unwrap_or_else(|e| {
         panic!(
@@ -71,4 +76,35 @@ fn ptx_assembles_for_sm90() {
         )
     });
     assert!(out.status.success(), "ptxas rejected the PTX:\n{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+#[test]
+fn ptx_assembles_for_sm90() {
+    ptxas(false);
+}
+
+/// The registers ptxas gives kernel `name` (its `-v` report).
+fn registers_of(report: &str, name: &str) -> u32 {
+    let at = report
+        .find(&format!("Compiling entry function '{name}'"))
+        .unwrap_or_else(|| panic!("no ptxas report for {name}"));
+    let used = &report[at..][report[at..].find("Used ").expect("a register count") + 5..];
+    used[..used.find(' ').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn free_kernel_keeps_its_register_cap() {
+    // Free's hot path needs about 20 registers, its rare paths (recycle, whole-block and run
+    // frees) up to 100: without the cap they set the kernel's count, and so its occupancy.
+    let cap = veballoc_kernels::FREE_KERNEL_REGISTERS;
+    let entry = &veballoc::PTX[veballoc::PTX.find(".visible .entry vb_free(").expect("vb_free")..];
+    let head = &entry[..entry.find("\n{").expect("vb_free's body")];
+    assert!(head.contains(&format!("\n.maxnreg {cap}")), "vb_free has no .maxnreg {cap}:\n{head}");
+    let report = ptxas(true);
+    let report = String::from_utf8_lossy(&report.stderr);
+    let used = registers_of(&report, "vb_free");
+    assert!(used <= cap, "ptxas gives vb_free {used} registers, above its cap of {cap}");
+    // The malloc kernel has no lower cap than the module's: its installs spill under one.
+    assert!(registers_of(&report, "vb_malloc") > cap);
 }

@@ -209,6 +209,14 @@ mod imp {
         // SAFETY: trap has no preconditions; it never returns.
         unsafe { nvptx::trap() }
     }
+    /// Marks the calling kernel for a cap of `N` registers per thread: a PTX comment that
+    /// `nvptx-link.sh` turns into `.maxnreg N` on the kernel's entry (see
+    /// [`crate::max_registers`]).
+    #[inline(always)]
+    pub fn max_registers<const N: u32>() {
+        // SAFETY: a comment: no instruction, no operand.
+        unsafe { asm!("// veballoc.maxnreg {n}", n = const N, options(nomem, nostack, preserves_flags)) };
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -317,6 +325,8 @@ mod imp {
     pub fn trap() -> ! {
         std::process::abort()
     }
+    /// Registers are a GPU matter: nothing to mark on the host.
+    pub fn max_registers<const N: u32>() {}
 }
 
 pub use imp::*;
