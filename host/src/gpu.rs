@@ -16,11 +16,15 @@ use cust::CudaFlags;
 
 use crate::error::{Context, Error, Result};
 
-/// Register cap for the JIT. Without one the driver gave the allocator's kernels 96-170
-/// registers per thread; a sweep on an H200 (r16, bench/results/NOTES.md: caps 32, 40, 48,
-/// 64, 96, none) gave the best alloc times at 64 (16 B 0.085 ms, 1 KiB 0.199 ms for 1M
-/// threads) with free within 3% of the best.
-pub const DEFAULT_MAX_REGISTERS: u32 = 64;
+/// Register cap for the JIT (kernels may carry a lower one of their own: the `free` kernel's
+/// `.maxnreg 32`, see `veballoc_kernels::max_registers`). Allocation's rare paths (installs,
+/// steals) need up to 214 registers and spill under a cap, and installs are what waiting
+/// warps wait for: an H100 A/B in one call (r26, bench/results/NOTES.md: caps 64, 96, 128,
+/// 255, two rounds each) gave allocation at 128 0.87-0.93x the time of 64 at 16-64 B,
+/// 0.66-0.80x from 128 B to 4 KiB and 0.81-0.91x for mixed sizes; 255 was faster from 128 B
+/// up but slower at 16-64 B and for mixed sizes. (r16's sweep on the H200 had chosen 64, with the
+/// free kernel then under the same cap.)
+pub const DEFAULT_MAX_REGISTERS: u32 = 128;
 
 /// veballoc's kernels, compiled from `kernels/` by build.rs.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
