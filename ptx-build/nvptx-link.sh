@@ -28,7 +28,7 @@ keep=$(IFS=,; echo "${exports[*]}")
 "$BIN/llc" -mtriple=nvptx64-nvidia-cuda -mcpu="$cpu" -O3 "$work/opt.bc" -o "$work/out.ptx"
 # Register caps: a kernel that called `veballoc_kernels::max_registers::<N>()` holds the
 # comment `// veballoc.maxnreg N` in its body; its entry gets `.maxnreg N` (the lowest N if
-# several), which ptxas honours below any cap of the module's JIT options. Two passes over
+# several), which takes the place of the module's JIT cap for that kernel. Two passes over
 # the PTX: find the caps per entry, then write the directive before the entry's body.
 awk '
   FNR == NR {

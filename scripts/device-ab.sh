@@ -39,8 +39,8 @@ for cmd in single mixed; do
   echo "== $cmd: alloc / free medians (ms), per round and PTX"
   for f in "$dir"/ab-r*-"$cmd".txt; do
     tag=$(basename "$f" "-$cmd.txt")
-    grep -a '|' "$f" | grep -av 'size\|^GPU' | sed 's/.*\.\.\. *//' \
+    grep -a '|' "$f" | grep -av 'size\|^GPU' | tr -d '\r' | sed 's/.*\.\.\. *//' \
       | awk -F'|' -v t="$tag" '{ split($2, a, " "); printf "%-8s %-22s %s / %s\n", $1, t, a[1], a[2] }'
-  done | sort -s -k1,1n
+  done | sort -s -k1,1V # the progress output's \r removed above; V sorts ≤64 after 4096
 done
 tar czf "$out/$name.tgz" -C "$out" "$name"

@@ -16,8 +16,8 @@ use cust::CudaFlags;
 
 use crate::error::{Context, Error, Result};
 
-/// Register cap for the JIT (kernels may carry a lower one of their own: the `free` kernel's
-/// `.maxnreg 32`, see `veballoc_kernels::max_registers`). Allocation's rare paths (installs,
+/// Register cap for the JIT (a kernel's own `.maxnreg` takes its place for that kernel: the
+/// `free` kernel's 32, see `veballoc_kernels::max_registers`). Allocation's rare paths (installs,
 /// steals) need up to 214 registers and spill under a cap, and installs are what waiting
 /// warps wait for: an H100 A/B in one call (r26, bench/results/NOTES.md: caps 64, 96, 128,
 /// 255, two rounds each) gave allocation at 128 0.87-0.93x the time of 64 at 16-64 B,
@@ -180,7 +180,8 @@ impl Gpu {
     }
 
     /// As [`Gpu::new`], capping the registers per thread of veballoc's kernels at `max`
-    /// (0: no cap). The cap sets how many warps an SM keeps in flight.
+    /// (0: no cap), but for those with a cap of their own (`vb_free`: 32). The cap sets how
+    /// many warps an SM keeps in flight.
     pub fn with_max_registers(max: u32) -> Result<Gpu> {
         Self::open(0, max)
     }
@@ -192,7 +193,7 @@ impl Gpu {
     }
 
     /// Opens device `ordinal` with veballoc's kernels capped at `max_registers` per thread
-    /// (0: no cap). The device's primary context is current on the calling thread afterwards
+    /// (0: no cap), but for those with a cap of their own (`vb_free`: 32). The device's primary context is current on the calling thread afterwards
     /// (so plain `cust` calls right after go to this device, as with `cust` itself); every
     /// veballoc call binds its own GPU's context anyway ([`Gpu::bind`]).
     pub fn open(ordinal: u32, max_registers: u32) -> Result<Gpu> {

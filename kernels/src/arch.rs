@@ -214,7 +214,7 @@ mod imp {
     /// [`crate::max_registers`]).
     #[inline(always)]
     pub fn max_registers<const N: u32>() {
-        // SAFETY: a comment: no instruction, no operand.
+        // SAFETY: a comment, no instruction: its one operand is a constant pasted into the text.
         unsafe { asm!("// veballoc.maxnreg {n}", n = const N, options(nomem, nostack, preserves_flags)) };
     }
 }

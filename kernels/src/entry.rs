@@ -202,7 +202,8 @@ unsafe fn malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64, sizes:
 }
 
 /// `free(ptrs[i])` for i < n. Capped at `FREE_KERNEL_REGISTERS`: free's rare paths would
-/// otherwise give the kernel 100 registers and half the occupancy (A/B in NOTES, r26).
+/// otherwise give the kernel 100 registers, two blocks of 256 threads per multiprocessor
+/// (A/B in NOTES, r26).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n: u64) {
     crate::max_registers::<{ crate::FREE_KERNEL_REGISTERS }>();

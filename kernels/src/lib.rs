@@ -115,20 +115,22 @@ impl Wait {
     }
 }
 
-/// Caps the calling kernel at `N` registers per thread: call it first in a kernel
-/// (`veballoc-ptx-build` turns it into a `.maxnreg N` directive on that kernel's entry; a
-/// call in a function that is not inlined into a kernel does nothing; the lowest cap of a
-/// kernel wins, and so does a lower cap of the module's JIT options).
+/// Caps the calling kernel at `N` registers per thread (1..=255, checked when it compiles):
+/// call it first in a kernel (`veballoc-ptx-build` turns it into a `.maxnreg N` directive on
+/// that kernel's entry; a call in a function that is not inlined into a kernel does nothing;
+/// the lowest `N` of a kernel wins). The directive takes the place of the module's JIT cap
+/// (`load_module`'s `max_registers`) for that kernel, above or below it.
 ///
 /// Why: a kernel gets as many registers as the most that any function it calls needs, and
 /// veballoc's rare paths (installing a block, recycling one, reclaiming a segment) need
-/// 80-200, where the paths most calls take need about 20 (`free`) and 40 (`malloc`). The
+/// 80-214, where the paths most calls take need about 20 (`free`) and 40 (`malloc`). The
 /// rare paths are called, not inlined, so under a cap only they spill to local memory,
 /// and the kernel keeps more warps per multiprocessor. Cap kernels that mostly free:
 /// veballoc's `free` kernel uses [`FREE_KERNEL_REGISTERS`]. Do not cap kernels that allocate
 /// low: installs are on every waiting warp's path, and their spills cost more than the
-/// occupancy gains (on the H100, 16 B alloc took 0.12 ms at 64 registers, 0.17 at 40 and 0.11
-/// at 128, the host's default JIT cap). `ptxas -v` on the PTX says what a kernel needs.
+/// occupancy gains (on the H100, 16 B alloc took 0.12 ms at 64 registers and 0.11 at 128, the
+/// host's default JIT cap, in an A/B; 0.17 at 40 in a one-round screen). `ptxas -v` on the PTX
+/// says what a kernel needs.
 ///
 /// ```
 /// use veballoc_kernels::{max_registers, DeviceHeap, FREE_KERNEL_REGISTERS};
@@ -143,15 +145,24 @@ impl Wait {
 ///     }
 /// }
 /// ```
+///
+/// A cap outside 1..=255 does not compile (ptxas would reject `.maxnreg 0` only when the
+/// module loads, and ignore caps above 255):
+///
+/// ```compile_fail
+/// veballoc_kernels::max_registers::<0>();
+/// ```
 #[inline(always)]
 pub fn max_registers<const N: u32>() {
+    // ptxas rejects `.maxnreg 0` when the module loads and ignores caps above 255.
+    const { assert!(N >= 1 && N <= 255, "max_registers: N must be in 1..=255") };
     arch::max_registers::<N>();
 }
 
 /// The register cap of veballoc's `free` kernel (see [`max_registers`]): the hot path of
 /// `free` needs 20, its rare paths up to 100 (ptxas, sm_90); 32 lets 2048 threads (eight
 /// blocks of 256) share a multiprocessor. On the H100 (A/B of the two builds in one call, r26)
-/// free took 0.84-0.95x the time uncapped from 16 to 512 B and 0.88-0.96x for mixed sizes;
+/// free took 0.84-0.95x the time it took under the module's cap of 64 from 16 to 512 B and 0.88-0.96x for mixed sizes;
 /// 1-4 KiB were within noise.
 pub const FREE_KERNEL_REGISTERS: u32 = 32;
 
