@@ -31,16 +31,17 @@ keep=$(IFS=,; echo "${exports[*]}")
 # several), which takes the place of the module's JIT cap for that kernel. Two passes over
 # the PTX: find the caps per entry, then write the directive before the entry's body.
 awk '
+  function entry_name(line) { sub(/^.*\.entry /, "", line); sub(/\(.*$/, "", line); return line }
   FNR == NR {
-    if ($0 ~ /^(\.visible |\.weak )?\.entry /) { name = $0; sub(/^.*\.entry /, "", name); sub(/\(.*$/, "", name) }
+    if ($0 ~ /^(\.visible |\.weak )?\.entry /) name = entry_name($0)
     else if ($0 ~ /^}/) name = ""
     else if (name != "" && match($0, /veballoc\.maxnreg [0-9]+/)) {
-      n = substr($0, RSTART + 17, RLENGTH - 17) + 0
+      n = substr($0, RSTART, RLENGTH); sub(/^.* /, "", n); n += 0
       if (!(name in cap) || n < cap[name]) cap[name] = n
     }
     next
   }
-  /^(\.visible |\.weak )?\.entry / { pending = $0; sub(/^.*\.entry /, "", pending); sub(/\(.*$/, "", pending) }
+  /^(\.visible |\.weak )?\.entry / { pending = entry_name($0) }
   /^{/ && pending != "" { if (pending in cap) print ".maxnreg " cap[pending]; pending = "" }
   { print }
 ' "$work/out.ptx" "$work/out.ptx" > "$out"

@@ -54,19 +54,22 @@ fn ptx_uses_gpu_scope_ordered_atomics() {
 /// Names the ptxas to use (default: `ptxas` on PATH).
 const PTXAS_ENV: &str = "PTXAS";
 
-/// Runs ptxas for sm_90 (with `-v` when `verbose`) on veballoc's PTX; returns its output.
-fn ptxas(verbose: bool) -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}-{verbose}", std::process::id()));
+/// ptxas `-v` for sm_90 on veballoc's PTX, run once for every test that reads its report
+/// (assembling the whole PTX takes about half a minute).
+fn ptxas() -> &'static std::process::Output {
+    static OUT: std::sync::OnceLock<std::process::Output> = std::sync::OnceLock::new();
+    OUT.get_or_init(run_ptxas)
+}
+
+/// Runs ptxas -v for sm_90 on veballoc's PTX; panics if it cannot run or rejects the PTX.
+fn run_ptxas() -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
     std::fs::write(&ptx, veballoc::PTX).unwrap();
     let ptxas = std::env::var_os(PTXAS_ENV).unwrap_or_else(|| "ptxas".into());
-    let mut cmd = Command::new(&ptxas);
-    cmd.args(["-arch=sm_90", "-o"]).arg(dir.join("k.cubin")).arg(&ptx);
-    if verbose {
-        cmd.arg("-v");
-    }
-    let out = cmd.output();
+    let out =
+        Command::new(&ptxas).args(["-arch=sm_90", "-v", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output();
     std::fs::remove_dir_all(&dir).ok();
     let out = out.unwrap_or_else(|e| {
         panic!(
@@ -81,7 +84,7 @@ fn ptxas(verbose: bool) -> std::process::Output {
 
 #[test]
 fn ptx_assembles_for_sm90() {
-    ptxas(false);
+    ptxas();
 }
 
 /// The registers ptxas gives kernel `name` (its `-v` report).
@@ -101,8 +104,7 @@ fn free_kernel_keeps_its_register_cap() {
     let entry = &veballoc::PTX[veballoc::PTX.find(".visible .entry vb_free(").expect("vb_free")..];
     let head = &entry[..entry.find("\n{").expect("vb_free's body")];
     assert!(head.contains(&format!("\n.maxnreg {cap}")), "vb_free has no .maxnreg {cap}:\n{head}");
-    let report = ptxas(true);
-    let report = String::from_utf8_lossy(&report.stderr);
+    let report = String::from_utf8_lossy(&ptxas().stderr);
     let used = registers_of(&report, "vb_free");
     assert!(used <= cap, "ptxas gives vb_free {used} registers, above its cap of {cap}");
     // The malloc kernel has no cap of its own (its installs spill under a low one): ptxas,

@@ -17,13 +17,13 @@ use cust::CudaFlags;
 use crate::error::{Context, Error, Result};
 
 /// Register cap for the JIT (a kernel's own `.maxnreg` takes its place for that kernel: the
-/// `free` kernel's 32, see `veballoc_kernels::max_registers`). Allocation's rare paths (installs,
-/// steals) need up to 214 registers and spill under a cap, and installs are what waiting
-/// warps wait for: an H100 A/B in one call (r26, bench/results/NOTES.md: caps 64, 96, 128,
-/// 255, two rounds each) gave allocation at 128 0.87-0.93x the time of 64 at 16-64 B,
+/// `free` kernel's 32, see `veballoc_kernels::max_registers`). Allocation's rare paths
+/// (installs, steals) need up to 214 registers and spill under a cap, and installs are what
+/// waiting warps wait for: an H100 A/B in one call (r26, bench/results/NOTES.md: caps 64, 96,
+/// 128, 255, two rounds each) gave allocation at 128 0.87-0.93x the time of 64 at 16-64 B,
 /// 0.66-0.80x from 128 B to 4 KiB and 0.81-0.91x for mixed sizes; 255 was faster from 128 B
-/// up but slower at 16-64 B and for mixed sizes. (r16's sweep on the H200 had chosen 64, with the
-/// free kernel then under the same cap.)
+/// up but slower at 16-64 B and for mixed sizes. (r16's sweep on the H200 had chosen 64, with
+/// the free kernel then under the same cap.)
 pub const DEFAULT_MAX_REGISTERS: u32 = 128;
 
 /// veballoc's kernels, compiled from `kernels/` by build.rs.
@@ -193,8 +193,9 @@ impl Gpu {
     }
 
     /// Opens device `ordinal` with veballoc's kernels capped at `max_registers` per thread
-    /// (0: no cap), but for those with a cap of their own (`vb_free`: 32). The device's primary context is current on the calling thread afterwards
-    /// (so plain `cust` calls right after go to this device, as with `cust` itself); every
+    /// (0: no cap), but for those with a cap of their own (`vb_free`: 32). The device's primary
+    /// context is current on the calling thread afterwards (so plain `cust` calls right after
+    /// go to this device, as with `cust` itself); every
     /// veballoc call binds its own GPU's context anyway ([`Gpu::bind`]).
     pub fn open(ordinal: u32, max_registers: u32) -> Result<Gpu> {
         let count = Self::device_count()?;

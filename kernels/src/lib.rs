@@ -162,8 +162,8 @@ pub fn max_registers<const N: u32>() {
 /// The register cap of veballoc's `free` kernel (see [`max_registers`]): the hot path of
 /// `free` needs 20, its rare paths up to 100 (ptxas, sm_90); 32 lets 2048 threads (eight
 /// blocks of 256) share a multiprocessor. On the H100 (A/B of the two builds in one call, r26)
-/// free took 0.84-0.95x the time it took under the module's cap of 64 from 16 to 512 B and 0.88-0.96x for mixed sizes;
-/// 1-4 KiB were within noise.
+/// free took 0.84-0.95x the time it took under the module's cap of 64 from 16 to 512 B and
+/// 0.88-0.96x for mixed sizes; 1-4 KiB were within noise.
 pub const FREE_KERNEL_REGISTERS: u32 = 32;
 
 #[cfg(not(loom))]
