@@ -84,6 +84,10 @@ pub struct HeapLayout {
     pub row_shard_log2: [u8; ROW_TABLE],
     /// Two words: segment reclaims started and ended (see `Blocks::reclaim_windows`).
     pub reclaim_off: u64,
+    /// The pending-reclaim tree (laid out as `seg_tree`, starts empty): segments whose last
+    /// block came back, to be reclaimed by the next claim of a fresh segment (see
+    /// `Blocks::release_block`).
+    pub pending_off: u64,
 }
 
 /// Words of the reclaim-window counters (started, ended).
@@ -187,6 +191,8 @@ impl HeapLayout {
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let reclaim_off = off;
         off += RECLAIM_WORDS * 8;
+        let pending_off = off;
+        off += seg_tree.total_words as u64 * 8;
         Self {
             num_segments,
             shards,
@@ -210,6 +216,7 @@ impl HeapLayout {
             pace_off,
             row_shard_log2: [0; ROW_TABLE],
             reclaim_off,
+            pending_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }

@@ -45,7 +45,8 @@ pub enum Event {
     /// segment's reclaim included), summed.
     Recycles,
     RecycleNs,
-    /// Segment reclaims tried (after the last block of a segment came back).
+    /// Segment reclaims tried (of pending segments by a claim of a fresh segment, by the
+    /// sweep, by `trim`).
     Reclaims,
     /// Bounded waits that ran out of time, by where: a claim waiting for a format
     /// (`claim_blocks`), a run of whole blocks or a fresh segment (`claim_run_exact`,
@@ -62,10 +63,12 @@ pub enum Event {
     NullSlice,
     NullWhole,
     NullLarge,
+    /// Segments marked for reclaim by their last block's release.
+    Pending,
 }
 
 /// Number of events.
-pub const EVENTS: usize = Event::NullLarge as usize + 1;
+pub const EVENTS: usize = Event::Pending as usize + 1;
 /// Names of the events, for printing.
 pub const NAMES: [&str; EVENTS] = [
     "installs",
@@ -98,6 +101,7 @@ pub const NAMES: [&str; EVENTS] = [
     "null_slice",
     "null_whole",
     "null_large",
+    "pending",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
 pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;

@@ -562,10 +562,10 @@ mod real {
     }
 
     /// (2) The last two slices of a block are freed by two threads (the last one recycles the
-    /// block, and the block's segment, with no block out any more, goes back to the segment
-    /// tree) while a taker of a class of another group finds no block and no free segment
-    /// unless the reclaim is done: then it formats the segment for its group and takes its
-    /// first slice, the address of the first freed slice. The freers' writes must happen
+    /// block, and marks the block's segment, with no block out any more, pending) while a
+    /// taker of a class of another group finds no block and no free segment unless it reclaims
+    /// the pending segment: then it formats the segment for its group and takes its first
+    /// slice, the address of the first freed slice. The freers' writes must happen
     /// before the taker's (the release give-backs, the last giver's acquire fence, the
     /// release inserts, the claim's acquire).
     #[test]
@@ -749,13 +749,17 @@ mod real {
     }
 
     /// (6) A reclaim against a `malloc` of another group: a segment formatted for one group,
-    /// with nothing live, is taken back (`trim_segment`) while a `malloc` for a class of
-    /// another group looks for memory, formats the segment for its group, and later frees.
+    /// with nothing live (pending: its last free marked it), is taken back (`trim_segment`)
+    /// while a `malloc` for a class of another group looks for memory, reclaims the pending
+    /// segment itself or finds it reclaimed, formats it for its group, and later frees.
     /// The heap never holds anything live, so the `malloc` must not get null (its sweep, and
-    /// the reclaim windows of `Blocks::reclaim_windows`), and the segment's count of blocks
-    /// out must survive a reclaimer that read the entry while the format was under way and
-    /// sits between its CAS and its fetch_and on the count: this model lost the count (an
-    /// `OutCount` from the validator) while `format_segment` set it with a plain store.
+    /// the reclaim windows of `Blocks::reclaim_windows`), nor fall back to a larger class: it
+    /// did (a slice of the other group's segment) while a window began after the reclaimer's
+    /// flag CAS, when the `malloc`'s own reclaim of the pending segment lost the flag.
+    /// And the segment's count of blocks out must survive a reclaimer that read the entry
+    /// while the format was under way and sits between its CAS and its fetch_and on the count:
+    /// this model lost the count (an `OutCount` from the validator) while `format_segment` set
+    /// it with a plain store.
     #[test]
     fn a_reclaim_races_a_malloc_of_another_group() {
         let (c1, c2) = (class_of(SIZE), class_of(OTHER));
