@@ -777,11 +777,11 @@ fn runs_of_whole_blocks_come_from_the_run_row() {
 }
 
 /// The free that empties a segment only marks it pending (its blocks stay in their group's
-/// tree); the next claim of a fresh segment, by any group, reclaims pending segments first,
-/// lowest first, so that another group's format gets the emptied segment (and a run of
-/// segments gets it too), with no host `trim`.
+/// tree, serving the group); a claim of a run of segments that finds none reclaims pending
+/// segments, and with no free segment left, the reclaim sweep before a null does: another
+/// group gets the emptied segment, with no host `trim`.
 #[test]
-fn an_emptied_segment_goes_to_the_next_format_of_another_group() {
+fn an_emptied_segment_goes_back_when_memory_runs_short() {
     let cpu = CpuHeap::with_checks(2, 1, true);
     let h = cpu.heap();
     set_host_thread_index(0);
@@ -791,14 +791,24 @@ fn an_emptied_segment_goes_to_the_next_format_of_another_group() {
     h.trim_slot(class_of(4096), 0);
     let s = h.validate().expect("consistent");
     assert_eq!((s.bytes_in_use, s.free_segments), (0, 1), "marked pending, not yet reclaimed: {s:?}");
-    // 128 B is of another group: its format reclaims segment 0 before it takes a segment.
+    // 128 B is of another group: it formats the free segment 1.
     let q = h.malloc(128);
-    assert_eq!(q as u64, h.mem, "the pending segment, lowest first");
+    assert_eq!(q as u64, h.mem + SEGMENT_BYTES, "segment 1");
     h.free(q);
     h.trim_slot(class_of(128), 0);
-    // A run of both segments: the run claim reclaims the pending one first.
+    // A run of both segments: the run claim reclaims the pending ones.
     let r = h.malloc(SEGMENT_BYTES + 1);
     assert_eq!(r as u64, h.mem, "a run over both segments");
     h.free(r);
+    assert_empty(h);
+    // One segment, pending for 4 KiB's group: 128 B gets it after the reclaim sweep.
+    let cpu = CpuHeap::with_checks(1, 1, true);
+    let h = cpu.heap();
+    let p = h.malloc(4096);
+    h.free(p);
+    h.trim_slot(class_of(4096), 0);
+    let q = h.malloc(128);
+    assert_eq!(q as u64, h.mem, "the pending segment, for another group");
+    h.free(q);
     assert_empty(h);
 }

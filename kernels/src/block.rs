@@ -63,10 +63,6 @@ pub const fn formatters(g: usize) -> u32 {
 }
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
-/// Pending reclaims (segments whose last block came back, see `Blocks::release_block`) that
-/// each claim of a fresh segment runs first: more than one, so that the pending tree drains
-/// faster than formats fill it, and few, so that one claim's latency stays bounded.
-pub const RECLAIMS_PER_FRESH_CLAIM: u32 = 2;
 
 /// Block in its tree (parked), or never used: zero, so that a freshly formatted segment's
 /// blocks read as free. A `free` that finds it is a double free (or a foreign pointer), which
@@ -527,7 +523,7 @@ impl<'a> Blocks<'a> {
                     let t0 = crate::trace::now();
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
-                        let Some(seg) = self.claim_fresh(false) else { break };
+                        let Some(seg) = self.segs.seg_tree().try_claim_spread(0, 0) else { break };
                         self.format_segment(seg as u32, g, if i == 0 { k } else { 0 });
                         if i == 0 {
                             got = Some(BlockBatch { seg: seg as u32, base: 0, mask: u64::MAX >> (64 - k) });
@@ -613,7 +609,7 @@ impl<'a> Blocks<'a> {
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         loop {
             let snap = self.reclaim_snapshot();
-            if let Some(seg) = self.claim_fresh(true) {
+            if let Some(seg) = self.segs.seg_tree().claim_from(0) {
                 let t0 = crate::trace::now();
                 self.format_segment(seg as u32, g, kept);
                 if crate::trace::ON {
@@ -654,10 +650,12 @@ impl<'a> Blocks<'a> {
     }
 
     /// Returns block `gid` of group `g` to its tree. The last block of a segment to come back
-    /// marks the segment in the pending-reclaim tree, and the next claim of a fresh segment
-    /// returns it to the segment tree (`claim_fresh`): a reclaim is a chain of a dozen
-    /// dependent RMWs, and run by the last frees of a kernel it made free 16-24% slower from
-    /// 128 B up (NOTES r26); the mark is one or two.
+    /// marks the segment in the pending-reclaim tree rather than reclaim it: a reclaim is a
+    /// chain of a dozen dependent RMWs, and run by the last frees of a kernel it made free
+    /// 16-24% slower from 128 B up (NOTES r26); the mark is one or two. Until memory runs
+    /// short the segment keeps serving its group (its blocks are in the group's tree); then
+    /// the reclaim sweep before a null (`trim_segment` of every segment) or a claim of a run of
+    /// segments (`claim_large`) returns it.
     #[inline(never)]
     pub(crate) fn release_block(&self, g: usize, gid: u64) {
         let seg = split_gid(gid).0;
@@ -688,7 +686,10 @@ impl<'a> Blocks<'a> {
 
     /// Reclaims up to `max` segments of the pending-reclaim tree, lowest first (as far as
     /// each is still all free). Returns how many marks it took: fewer than `max` when the
-    /// tree was seen empty.
+    /// tree was seen empty. Not called on `claim_blocks`' path: there (before or after each
+    /// format's claim of a segment) it made allocation 4-15% slower from 256 B up on the
+    /// H100, and ptxas -v showed 64-88 bytes of spill stores in `claim_blocks`, none without
+    /// it (NOTES r27).
     #[inline(never)]
     pub(crate) fn reclaim_pending(&self, max: u32) -> u32 {
         let pending = self.pending_tree();
@@ -700,36 +701,12 @@ impl<'a> Blocks<'a> {
         max
     }
 
-    /// Takes the lowest free segment for a format, after reclaiming up to
-    /// `RECLAIMS_PER_FRESH_CLAIM` pending segments (so that emptied segments go back to every
-    /// group, lowest first, as fast as segments are formatted), and while the segment tree
-    /// has none, every pending one until it has. `exact`: search the tree by `claim_from`
-    /// (`None` only when every index was seen taken), else one pass (`None` may be transient).
-    #[inline(never)]
-    fn claim_fresh(&self, exact: bool) -> Option<u64> {
-        self.reclaim_pending(RECLAIMS_PER_FRESH_CLAIM);
-        let tree = self.segs.seg_tree();
-        // Bounded: each round past the first takes a pending mark, and a segment is marked
-        // again only after a claim and a release of one of its blocks.
-        for _ in 0..=self.segs.count() {
-            let got = if exact { tree.claim_from(0) } else { tree.try_claim_spread(0, 0) };
-            if got.is_some() || self.reclaim_pending(1) == 0 {
-                return got;
-            }
-        }
-        None
-    }
-
-    /// As `claim_fresh` for a run of `k` segments (lowest first, `Veb::claim_run`).
+    /// The lowest run of `k` free segments (`Veb::claim_run`), and if there is none, the same
+    /// after reclaiming every pending segment (a run needs neighbours, not just any segment).
     fn claim_fresh_run(&self, k: u64) -> Option<u64> {
-        self.reclaim_pending(RECLAIMS_PER_FRESH_CLAIM);
         let tree = self.segs.seg_tree();
-        tree.claim_run(k).or_else(|| {
-            // Every pending segment (a run needs neighbours, not just any segment); bounded
-            // by the heap's segments.
-            self.reclaim_pending(self.segs.count());
-            tree.claim_run(k)
-        })
+        tree.claim_run(k)
+            .or_else(|| (self.reclaim_pending(self.segs.count()) > 0).then(|| tree.claim_run(k)).flatten())
     }
 
     /// Formats the just-claimed segment `seg` for group `g`. Its first `kept` blocks

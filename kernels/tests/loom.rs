@@ -563,8 +563,9 @@ mod real {
 
     /// (2) The last two slices of a block are freed by two threads (the last one recycles the
     /// block, and marks the block's segment, with no block out any more, pending) while a
-    /// taker of a class of another group finds no block and no free segment unless it reclaims
-    /// the pending segment: then it formats the segment for its group and takes its first
+    /// taker of a class of another group finds no block and no free segment, runs the reclaim
+    /// sweep (as `malloc` does before a null), which returns the segment once the frees are
+    /// done, and takes again: then it formats the segment for its group and takes its first
     /// slice, the address of the first freed slice. The freers' writes must happen
     /// before the taker's (the release give-backs, the last giver's acquire fence, the
     /// release inserts, the claim's acquire).
@@ -591,10 +592,19 @@ mod real {
                     })
                 })
                 .collect();
+            // As `malloc` does before a null: a reclaim sweep (it returns the pending segment),
+            // then a second take.
+            let take = move |m: &Model| {
+                let s = m.heap.slots();
+                s.take_in_row(c2, 1).or_else(|| {
+                    s.trim_idle();
+                    s.take_in_row(c2, 1)
+                })
+            };
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(1);
-                let q = t.heap.slots().take_in_row(c2, 1).map(|t| t.base);
+                let q = take(&t).map(|t| t.base);
                 if let Some(q) = q {
                     assert_eq!(q, MEM, "the first slice of the reclaimed segment");
                     t.cells.write(q as *mut u8);
@@ -606,7 +616,7 @@ mod real {
             }
             // A null is right when the taker looked before the last free (the heap was full);
             // once the frees are done the segment is free.
-            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c2, 1).map(|t| t.base));
+            let q = taker.join().unwrap().or_else(|| take(&m).map(|t| t.base));
             let q = q.expect("the reclaimed segment");
             m.check_whole(&[q as *mut u8], (0, 0, 0));
         });
@@ -751,11 +761,11 @@ mod real {
     /// (6) A reclaim against a `malloc` of another group: a segment formatted for one group,
     /// with nothing live (pending: its last free marked it), is taken back (`trim_segment`)
     /// while a `malloc` for a class of another group looks for memory, reclaims the pending
-    /// segment itself or finds it reclaimed, formats it for its group, and later frees.
-    /// The heap never holds anything live, so the `malloc` must not get null (its sweep, and
-    /// the reclaim windows of `Blocks::reclaim_windows`), nor fall back to a larger class: it
-    /// did (a slice of the other group's segment) while a window began after the reclaimer's
-    /// flag CAS, when the `malloc`'s own reclaim of the pending segment lost the flag.
+    /// segment in its reclaim sweep or finds it reclaimed, formats it for its group, and later
+    /// frees. The heap never holds anything live, so the `malloc` must not get null (its
+    /// sweep, and the reclaim windows of `Blocks::reclaim_windows`), nor fall back to a larger
+    /// class: it did (a slice of the other group's segment) while a window began after the
+    /// reclaimer's flag CAS, when the sweep's reclaim of the pending segment lost the flag.
     /// And the segment's count of blocks out must survive a reclaimer that read the entry
     /// while the format was under way and sits between its CAS and its fetch_and on the count:
     /// this model lost the count (an `OutCount` from the validator) while `format_segment` set
