@@ -686,10 +686,10 @@ impl<'a> Blocks<'a> {
 
     /// Reclaims up to `max` segments of the pending-reclaim tree, lowest first (as far as
     /// each is still all free). Returns how many marks it took: fewer than `max` when the
-    /// tree was seen empty. Not called on `claim_blocks`' path: there (before or after each
-    /// format's claim of a segment) it made allocation 4-15% slower from 256 B up on the
-    /// H100, and ptxas -v showed 64-88 bytes of spill stores in `claim_blocks`, none without
-    /// it (NOTES r27).
+    /// tree was seen empty. Not called on `claim_blocks`' path: there it made allocation
+    /// 7-20% (before each format's claim of a segment) or 7-10% (after it) slower from 256 B
+    /// up on the H100, and ptxas -v showed 64-88 bytes of spill stores in `claim_blocks`, none
+    /// without it (NOTES r27).
     #[inline(never)]
     pub(crate) fn reclaim_pending(&self, max: u32) -> u32 {
         let pending = self.pending_tree();
