@@ -782,23 +782,28 @@ fn runs_of_whole_blocks_come_from_the_run_row() {
 /// group gets the emptied segment, with no host `trim`.
 #[test]
 fn an_emptied_segment_goes_back_when_memory_runs_short() {
-    let cpu = CpuHeap::with_checks(2, 1, true);
+    let cpu = CpuHeap::with_checks(3, 1, true);
     let h = cpu.heap();
     set_host_thread_index(0);
+    // Segment 0: 16 B's current block, idle (a reclaim sweep would retire it).
+    let p = h.malloc(16);
+    h.free(p);
     let p = h.malloc(4096);
-    assert_eq!(p as u64, h.mem, "segment 0, formatted for 4 KiB's group");
+    assert_eq!(p as u64, h.mem + SEGMENT_BYTES, "segment 1, formatted for 4 KiB's group");
     h.free(p);
     h.trim_slot(class_of(4096), 0);
     let s = h.validate().expect("consistent");
     assert_eq!((s.bytes_in_use, s.free_segments), (0, 1), "marked pending, not yet reclaimed: {s:?}");
-    // 128 B is of another group: it formats the free segment 1.
+    // 128 B is of another group: it formats the free segment 2.
     let q = h.malloc(128);
-    assert_eq!(q as u64, h.mem + SEGMENT_BYTES, "segment 1");
+    assert_eq!(q as u64, h.mem + 2 * SEGMENT_BYTES, "segment 2");
     h.free(q);
     h.trim_slot(class_of(128), 0);
-    // A run of both segments: the run claim reclaims the pending ones.
+    // A run of two segments: the run claim reclaims the pending ones (1 and 2), with no
+    // sweep (which would have retired 16 B's idle block and returned segment 0 too).
     let r = h.malloc(SEGMENT_BYTES + 1);
-    assert_eq!(r as u64, h.mem, "a run over both segments");
+    assert_eq!(r as u64, h.mem + SEGMENT_BYTES, "a run over segments 1 and 2");
+    assert!(h.occupancy().current_bytes(class_of(16)) > 0, "16 B's block still current: no sweep ran");
     h.free(r);
     assert_empty(h);
     // One segment, pending for 4 KiB's group: 128 B gets it after the reclaim sweep.

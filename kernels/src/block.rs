@@ -396,8 +396,9 @@ impl<'a> Blocks<'a> {
         (&w[2 * g], &w[2 * g + 1])
     }
 
-    /// The reclaim-window counters: reclaims started, reclaims ended. From a reclaim's removal
-    /// of a segment's blocks from their group's tree until the segment is in the segment tree
+    /// The reclaim-window counters: reclaims started, reclaims ended. A reclaim's window spans
+    /// the whole time it holds the segment's flag, from before its CAS: from its removal of
+    /// the segment's blocks from their group's tree until the segment is in the segment tree
     /// (or the blocks are back), neither tree shows that memory: a claim that finds both empty
     /// reports out of memory only if no window overlapped its look (as the vEB trees do for
     /// their summary windows), so that null means full.
@@ -664,8 +665,9 @@ impl<'a> Blocks<'a> {
         let old = self.segs.seg_out(seg).fetch_sub_acq_rel(1);
         if old & crate::segment::OUT_COUNT_MASK == 1 {
             crate::trace::add(self.segs.meta(), crate::trace::Event::Pending, 1);
-            // The tree's insert is a release RMW, but nothing needs it: the reclaimer's CAS
-            // on the count acquires our fetch_sub, which follows our block's insert.
+            // The insert is a release RMW, and that is needed: whoever takes the mark (an
+            // acquire claim) decides from relaxed loads of the entry and the count whether to
+            // try a reclaim, and must see our fetch_sub's zero.
             self.pending_tree().insert(seg as u64);
         }
     }
@@ -723,23 +725,25 @@ impl<'a> Blocks<'a> {
         // (the slot install, or the whole block's kind); `free` reads the entry only for
         // pointers handed out after one of those.
         self.segs.seg_table(seg).store_relaxed(SegFlags::FORMATTED.bits() | g as u32);
-        // The kept blocks are out. A swap, not a store: a reclaimer that read this segment's
-        // entry early may be between its CAS and its fetch_and on this word (try_reclaim), and
-        // with every write to it an RMW its history is one chain (loom model (6) lost the count
-        // with a plain store). AcqRel: the release inserts below order it before any claimer's
-        // count of another block, and a reclaimer's CAS acquires them.
-        let _ = self.segs.seg_out(seg).swap_acq_rel(kept);
+        // The kept blocks are out. An add, not a store or a swap: every write to the count is
+        // a delta (or the reclaimer's flag), so that a release of the segment's previous life
+        // whose decrement lags its tree insert (the reclaim took the block already, see
+        // try_reclaim) still finds its unit here, and a reclaimer between its CAS and its
+        // fetch_and keeps its flag (loom model (6) lost the count with a plain store). AcqRel:
+        // the release inserts below order it before any claimer's count of another block, and
+        // a reclaimer's CAS acquires them.
+        self.segs.seg_out(seg).fetch_add_acq_rel(kept);
         if bps > kept {
             self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
         }
     }
 
-    /// Takes segment `seg` of group `g` back from its group once all its blocks are free.
-    /// One thread at a time (the `RECLAIMING` flag); gives up if a block gets claimed.
+    /// Takes segment `seg` back from its group once all its blocks are free. One reclaimer at
+    /// a time (the `RECLAIMING` flag); gives up if a block gets claimed, or if the segment is
+    /// not formatted for a group when it holds the flag.
     #[inline(never)]
-    pub(crate) fn try_reclaim(&self, seg: u32, g: usize) {
+    pub(crate) fn try_reclaim(&self, seg: u32) {
         let out = self.segs.seg_out(seg);
-        let bps = group_blocks_per_segment(g) as u64;
         let base = gid_of(seg, 0);
         for _ in 0..RECLAIM_RETRIES {
             // The whole time we hold the flag is a reclaim window, not just the blocks' removal
@@ -747,17 +751,29 @@ impl<'a> Blocks<'a> {
             // a claimer of another group that finds the flag set (its own try failed) and
             // both trees empty must wait for us, not report out of memory (loom model (6)).
             let again = self.in_reclaim_window(|| {
-                // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts.
+                // AcqRel: exclusive right to reclaim; acquires the releasers' tree inserts and
+                // the format's add (after its entry store).
                 if out.cas_acq_rel(0, RECLAIMING).is_err() {
                     return false;
                 }
+                // The group now, not the caller's look at the entry: a segment reclaimed and
+                // formatted for another group since would fail every removal below, and a
+                // claimer waiting on our window would wait for nothing. Acquire: ordered after
+                // our CAS; while we hold the flag with no block out the entry cannot change.
+                let SegKind::Group(g) = seg_kind(self.segs.seg_table(seg).load_acquire()) else {
+                    // AcqRel: as the clear below.
+                    out.fetch_and_acq_rel(!RECLAIMING);
+                    return false;
+                };
                 crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
-                if self.block_tree(g).remove_range_exact(base, bps) {
+                if self.block_tree(g).remove_range_exact(base, group_blocks_per_segment(g) as u64) {
                     // We own every block of the segment now.
                     // Release: the entry is cleared before the segment becomes claimable.
                     self.segs.seg_table(seg).store_release(0);
-                    // Release: as above.
-                    out.store_release(0);
+                    // The flag goes, the count stays: a release whose insert we just removed
+                    // may not have subtracted its unit yet (a store of 0 made that subtraction
+                    // wrap the count to 2^32 - 1). AcqRel: the release half as above.
+                    out.fetch_and_acq_rel(!RECLAIMING);
                     self.segs.seg_tree().insert(seg as u64);
                     return false;
                 }
@@ -777,10 +793,10 @@ impl<'a> Blocks<'a> {
     /// one whose last reclaim gave up). For `trim`, the sweep and pending marks.
     pub fn trim_segment(&self, seg: u32) {
         // Relaxed: a hint; try_reclaim decides under its flag.
-        if let SegKind::Group(g) = seg_kind(self.segs.seg_table(seg).load_relaxed()) {
+        if let SegKind::Group(_) = seg_kind(self.segs.seg_table(seg).load_relaxed()) {
             // Relaxed: as above.
             if self.segs.seg_out(seg).load_relaxed() == 0 {
-                self.try_reclaim(seg, g);
+                self.try_reclaim(seg);
             }
         }
     }
@@ -847,7 +863,7 @@ impl<'a> Blocks<'a> {
         }
         for i in 0..tail {
             // The tail blocks go back to RUN_GROUP's tree like any freed block (the last
-            // block of their segment to come back returns the segment).
+            // block of their segment to come back marks the segment pending).
             self.block_meta(s + k, i).park();
             self.release_block(RUN_GROUP, gid_of(s + k, i));
         }

@@ -85,7 +85,7 @@ pub struct HeapLayout {
     /// Two words: segment reclaims started and ended (see `Blocks::reclaim_windows`).
     pub reclaim_off: u64,
     /// The pending-reclaim tree (laid out as `seg_tree`, starts empty): segments whose last
-    /// block came back, to be reclaimed by the next claim of a fresh segment (see
+    /// block came back, to be reclaimed when memory runs short (see
     /// `Blocks::release_block`).
     pub pending_off: u64,
 }

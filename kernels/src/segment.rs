@@ -33,10 +33,10 @@ bitflags::bitflags! {
 pub const CLASS_MASK: u32 = 0xff;
 /// Bits of the "blocks out" word that count blocks taken from the group tree.
 pub const OUT_COUNT_MASK: u32 = 0x7fff_ffff;
-/// Set in the "blocks out" word while one thread tries to take the segment back.
+/// Set in the "blocks out" word while one reclaimer tries to take the segment back.
 pub const RECLAIMING: u32 = 1 << 31;
 /// Attempts to take an all-free segment back before leaving it formatted (still usable by
-/// its group; `trim`'s next pass or a later release tries again).
+/// its group; the next sweep, `trim` or pending drain tries again).
 pub const RECLAIM_RETRIES: u32 = 8;
 
 /// A decoded segment-table entry.

@@ -42,11 +42,11 @@ pub enum Event {
     /// Nanoseconds formatting segments (claim of the segment included), summed.
     FormatNs,
     /// Blocks recycled by the free that completed them, and nanoseconds doing it (the
-    /// segment's reclaim included), summed.
+    /// segment's pending mark included), summed.
     Recycles,
     RecycleNs,
-    /// Segment reclaims tried (of pending segments by a claim of a fresh segment, by the
-    /// sweep, by `trim`).
+    /// Segment reclaims tried (by the sweep, by `trim`, by a claim of a run of segments that
+    /// drains the pending ones).
     Reclaims,
     /// Bounded waits that ran out of time, by where: a claim waiting for a format
     /// (`claim_blocks`), a run of whole blocks or a fresh segment (`claim_run_exact`,

@@ -160,7 +160,16 @@ impl DeviceHeap {
                 }
             }
             match kind {
-                SegKind::Free => s.free_segments += 1,
+                SegKind::Free => {
+                    // A free segment has no block out and no reclaimer: a count that a
+                    // release's late subtraction wrapped shows here (the reclaim stored 0).
+                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                    let counted = self.segments().seg_out(seg).load_acquire();
+                    if counted != 0 {
+                        return Err(HeapError::OutCount { seg, counted, found: 0 });
+                    }
+                    s.free_segments += 1
+                }
                 SegKind::Group(g) => {
                     s.segments_per_group[g] += 1;
                     self.check_group_segment(seg, g, &current, &mut s)?;

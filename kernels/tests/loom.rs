@@ -415,7 +415,8 @@ mod real {
         block_run_len, class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
         slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
     };
-    use veballoc_kernels::heap::counter;
+    use veballoc_kernels::heap::{counter, UNIT_RUNS};
+    use veballoc_kernels::layout::RUN_ROW0;
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -794,6 +795,37 @@ mod real {
             assert!(!q.is_null(), "null from a heap with nothing live (the reclaim window)");
             m.cells.write(q);
             m.check_whole(&[q], (0, 0, 0));
+        });
+    }
+
+    /// (6b) A reclaim against a run of whole blocks of the segment's own group: the segment,
+    /// formatted for the group of runs of 64 KiB blocks with nothing out (pending), is taken
+    /// back (`trim_segment`) while a `malloc` takes a run of five of its blocks from the
+    /// group's tree and frees it. The reclaim may remove every block after the free's last
+    /// insert and before that release's subtraction: a reclaim that stored 0 in the count
+    /// then let the subtraction wrap it to 2^32 - 1 (found by a review's scratch model; the
+    /// validator's check of a free segment's count shows it).
+    #[test]
+    fn a_reclaim_races_a_run_of_its_group_and_its_free() {
+        const RUN: u64 = 4 * (64 << 10) + 1;
+        model(PREEMPTIONS, move || {
+            let m = Model::new(1, vec![]);
+            set_host_thread_index(0);
+            let p = m.heap.malloc(RUN);
+            assert!(!p.is_null());
+            m.heap.free(p);
+            m.heap.trim_slot(RUN_ROW0 + UNIT_RUNS, 0);
+            let r = m.clone();
+            let reclaimer = thread::spawn(move || {
+                set_host_thread_index(1);
+                r.heap.blocks().trim_segment(0);
+            });
+            set_host_thread_index(2);
+            let q = m.heap.malloc(RUN);
+            assert!(!q.is_null(), "null from a heap with nothing live");
+            m.heap.free(q);
+            reclaimer.join().unwrap();
+            m.check_whole(&[], (0, 0, 0));
         });
     }
 
