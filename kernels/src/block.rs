@@ -221,6 +221,13 @@ pub const fn slot_blocks(w: u64) -> u32 {
     (w >> SLOT_RUN_SHIFT) as u32 + 1
 }
 
+/// Whether slot word `w` holds a run that has not handed out all it holds (`per` slices to a
+/// block; for a run row's segment, `per` blocks and a count in blocks).
+#[inline(always)]
+pub const fn slot_has_rest(w: u64, per: u32) -> bool {
+    matches!(slot_parts(w), (Some(_), handed) if handed < per * slot_blocks(w))
+}
+
 /// What one add on a slot gave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotTake {
@@ -696,7 +703,8 @@ impl<'a> Blocks<'a> {
     pub(crate) fn reclaim_pending(&self, max: u32) -> u32 {
         let pending = self.pending_tree();
         for taken in 0..max {
-            // One pass: a mark missed for a moment is taken by the next claim or the sweep.
+            // One pass: a mark missed for a moment is taken by the next drain, or the segment
+            // by the sweep.
             let Some(seg) = pending.try_claim_spread(0, 0) else { return taken };
             self.trim_segment(seg as u32);
         }
@@ -707,8 +715,14 @@ impl<'a> Blocks<'a> {
     /// after reclaiming every pending segment (a run needs neighbours, not just any segment).
     fn claim_fresh_run(&self, k: u64) -> Option<u64> {
         let tree = self.segs.seg_tree();
-        tree.claim_run(k)
-            .or_else(|| (self.reclaim_pending(self.segs.count()) > 0).then(|| tree.claim_run(k)).flatten())
+        tree.claim_run(k).or_else(|| {
+            // Bounded: one mark per segment at most.
+            if self.reclaim_pending(self.segs.count()) > 0 {
+                tree.claim_run(k)
+            } else {
+                None
+            }
+        })
     }
 
     /// Formats the just-claimed segment `seg` for group `g`. Its first `kept` blocks

@@ -11,8 +11,8 @@ use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
     gid_of, group_block_bytes, group_block_shift, group_blocks_per_segment, group_of, run_block_handed,
-    slice_bytes, slices_per_block, slot_blocks, slot_install, slot_install_run, slot_moved_on, slot_parts,
-    slot_retire, slot_run_value, slot_take, split_gid, BlockBatch, Blocks, SlotTake, KIND_PACKED,
+    slice_bytes, slices_per_block, slot_blocks, slot_has_rest, slot_install, slot_install_run, slot_moved_on,
+    slot_parts, slot_retire, slot_run_value, slot_take, split_gid, BlockBatch, Blocks, SlotTake, KIND_PACKED,
     KIND_SLICES, MAX_RUN_BLOCKS, NUM_CLASSES,
 };
 use crate::class::div_per_block;
@@ -354,10 +354,8 @@ impl<'a> Slots<'a> {
             let slot = self.current(row, shard);
             // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
             let w = slot.load_relaxed();
-            match slot_parts(w) {
-                (None, _) => continue,
-                (Some(_), handed) if handed >= per_block * slot_blocks(w) => continue,
-                _ => {}
+            if !slot_has_rest(w, per_block) {
+                continue;
             }
             match slot_take(slot, n, per_block) {
                 SlotTake::Fresh { gid, blocks, start, got, exhausted } => {
@@ -506,24 +504,16 @@ impl<'a> Slots<'a> {
         };
         // Relaxed: a hint; the CAS decides.
         let w = slot.load_relaxed();
-        let rest = matches!(slot_parts(w), (Some(_), handed) if handed < per * slot_blocks(w));
         // AcqRel: as slot_retire's swap. It fails if a take or an install came in since our
         // load; then the path below decides.
-        if !rest && (w == 0 || slot.cas_acq_rel(w, 0).is_ok()) {
+        if !slot_has_rest(w, per) && (w == 0 || slot.cas_acq_rel(w, 0).is_ok()) {
             return;
         }
         self.blocks.in_reclaim_window(|| {
-            if let Some(g) = row_run_group(row) {
-                if let Some((gid, _, handed)) =
-                    slot_retire(self.current(row, shard), group_blocks_per_segment(g))
-                {
-                    self.release_run_rest(g, gid, handed);
-                }
-                return;
-            }
-            let c = row_class_kind(row).0;
-            if let Some((gid, blocks, handed)) = slot_retire(self.current(row, shard), slices_per_block(c)) {
-                self.give_back_rest(c, gid, blocks, handed);
+            let Some((gid, blocks, handed)) = slot_retire(slot, per) else { return };
+            match row_run_group(row) {
+                Some(g) => self.release_run_rest(g, gid, handed),
+                None => self.give_back_rest(row_class_kind(row).0, gid, blocks, handed),
             }
         })
     }

@@ -508,6 +508,25 @@ mod real {
             .collect()
     }
 
+    /// Leaves segment 0 formatted with nothing out (pending): a `malloc(size)` on
+    /// multiprocessor 0, its free, and a trim of its slot in row `row`; then starts a thread
+    /// (multiprocessor 1) that takes the segment back (`trim_segment`), and moves this thread
+    /// to multiprocessor 2.
+    fn pending_then_trim(m: &Arc<Model>, size: u64, row: usize) -> thread::JoinHandle<()> {
+        set_host_thread_index(0);
+        let p = m.heap.malloc(size);
+        assert!(!p.is_null());
+        m.heap.free(p);
+        m.heap.trim_slot(row, 0);
+        let r = m.clone();
+        let reclaimer = thread::spawn(move || {
+            set_host_thread_index(1);
+            r.heap.blocks().trim_segment(0);
+        });
+        set_host_thread_index(2);
+        reclaimer
+    }
+
     /// Runs `f` under loom (at most `preemptions` preemptions) and says how many
     /// executions it explored.
     fn model(preemptions: usize, f: impl Fn() + Sync + Send + 'static) {
@@ -777,19 +796,9 @@ mod real {
         assert_ne!(group_of(c1), group_of(c2));
         model(PREEMPTIONS, move || {
             let m = Model::new(1, slices(c2, 0..1, 1));
-            set_host_thread_index(0);
             // Format the segment for c1's group and give everything back: a formatted segment
             // with no block out, as a sweep or a last free leaves it.
-            let p = m.heap.malloc(SIZE);
-            assert!(!p.is_null());
-            m.heap.free(p);
-            m.heap.trim_slot(c1, 0);
-            let r = m.clone();
-            let reclaimer = thread::spawn(move || {
-                set_host_thread_index(1);
-                r.heap.blocks().trim_segment(0);
-            });
-            set_host_thread_index(2);
+            let reclaimer = pending_then_trim(&m, SIZE, c1);
             let q = m.heap.malloc(OTHER);
             reclaimer.join().unwrap();
             assert!(!q.is_null(), "null from a heap with nothing live (the reclaim window)");
@@ -810,17 +819,7 @@ mod real {
         const RUN: u64 = 4 * (64 << 10) + 1;
         model(PREEMPTIONS, move || {
             let m = Model::new(1, vec![]);
-            set_host_thread_index(0);
-            let p = m.heap.malloc(RUN);
-            assert!(!p.is_null());
-            m.heap.free(p);
-            m.heap.trim_slot(RUN_ROW0 + UNIT_RUNS, 0);
-            let r = m.clone();
-            let reclaimer = thread::spawn(move || {
-                set_host_thread_index(1);
-                r.heap.blocks().trim_segment(0);
-            });
-            set_host_thread_index(2);
+            let reclaimer = pending_then_trim(&m, RUN, RUN_ROW0 + UNIT_RUNS);
             let q = m.heap.malloc(RUN);
             assert!(!q.is_null(), "null from a heap with nothing live");
             m.heap.free(q);
