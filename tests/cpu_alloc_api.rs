@@ -52,8 +52,9 @@ fn vec_box_and_btreemap_live_in_the_heap() {
 }
 
 /// Every power-of-two alignment the heap's base allows is honoured exactly (the CPU-model
-/// heap's base is 4 KiB-aligned; the device heap's 16 MiB), larger ones are an error, never a
-/// misaligned pointer.
+/// heap's base and the device heap's are 16 MiB-aligned), larger ones are an error, never a
+/// misaligned pointer. (With a 16 MiB-aligned base, 128 KiB..1 MiB alignments were refused:
+/// their power-of-two requests took runs of 64 KiB blocks.)
 #[test]
 fn alignments_are_honoured_or_refused() {
     use std::alloc::Allocator;

@@ -150,14 +150,13 @@ fn print_first_null(tag: &str, r: &ChurnRun, cap: u64) {
     };
     let o = &f.occupancy;
     println!(
-        "{tag}: first null in round {} at {:.1}% live, asking {} B; heap {} MiB: {} free segments (longest run {}), {} in segment runs",
+        "{tag}: first null in round {} at {:.1}% live, asking {} B; heap {} MiB: {} free segments (longest run {})",
         f.round,
         100.0 * f.live_share,
         f.size,
         mib(cap),
         o.free_segments,
-        o.longest_free_run,
-        o.large_segments
+        o.longest_free_run
     );
     println!(" class   slice | cur blk  cur MiB cur live unhanded | ret blk  ret MiB ret live (of slices/blk) | live MiB");
     let (mut cur, mut ret, mut live) = (0, 0, 0);
@@ -203,13 +202,12 @@ fn print_first_null(tag: &str, r: &ChurnRun, cap: u64) {
         whole += o.whole_bytes(g);
     }
     println!(
-        "{tag}: totals (MiB): current blocks {} (live slices in all blocks {}), retired blocks {}, free blocks in formatted segments {}, whole blocks {}, segment runs {}, free segments {}",
+        "{tag}: totals (MiB): current blocks {} (live slices in all blocks {}), retired blocks {}, free blocks in formatted segments {}, whole blocks {}, free segments {}",
         mib(cur),
         mib(live),
         mib(ret),
         mib(free_b),
         mib(whole),
-        mib(o.large_segments * SEGMENT_BYTES),
         mib(o.free_segments * SEGMENT_BYTES)
     );
 }

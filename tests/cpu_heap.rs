@@ -460,9 +460,10 @@ fn one_size_fills_the_heap() {
     }
 }
 
-/// Requests above the largest class (4 MiB) up to a segment take a run of contiguous 1 MiB
-/// blocks in one segment: its free returns every block; a second free is counted, and so is
-/// a free of a pointer into the run; the run's blocks serve 1 MiB slices afterwards.
+/// Requests above the largest class (1 MiB) take a run of contiguous 256 KiB blocks (which
+/// may go on in the next segment, see `cpu_big_runs.rs`): its free returns every block; a
+/// second free is counted, and so is a free of a pointer into the run; the run's blocks serve
+/// slices of their group (48 and 64 B) afterwards.
 #[test]
 fn block_runs_free_whole_and_refuse_interior_pointers() {
     let cpu = CpuHeap::new(2, 1);
@@ -476,10 +477,12 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     fill(b, 9 << 20, 2);
     let s = h.validate().expect("heap consistent");
     assert_eq!(s.bytes_in_use, 14 << 20);
-    // Eight 256 KiB blocks are left in the first segment: a run of 18 takes the second one.
+    // Eight 256 KiB blocks are left in the first segment: a run of 18 starts there and goes
+    // on in the second one.
     let c = h.malloc(9 << 19);
     assert_eq!(h.usable_size(c), 9 << 19);
-    assert_eq!(c as u64 - a as u64, SEGMENT_BYTES, "{c:?}");
+    assert_eq!(c as u64 - a as u64, 14 << 20, "{c:?}");
+    assert_eq!(h.validate().expect("heap consistent").crossing_runs, 1);
     // SAFETY: pointer arithmetic only.
     h.free(unsafe { a.add(1 << 20) }); // the start of the run's second block
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
@@ -500,48 +503,6 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 2), "{s:?}");
     assert_eq!((s.invalid_frees, s.double_frees), (1, 1));
-}
-
-/// Requests above a segment take whole segments and, for what is left over, the first 1 MiB
-/// blocks of the next segment (formatted for 1 MiB blocks, whose other blocks serve other
-/// requests): less than 1 MiB over. Freeing the run returns both; a free of a pointer to its
-/// tail blocks, or a second free, is counted and ignored.
-#[test]
-fn large_runs_end_in_blocks_of_the_next_segment() {
-    let cpu = CpuHeap::new(6, 1);
-    let h = cpu.heap();
-    let a = h.malloc(20 << 20);
-    assert_eq!(h.usable_size(a), 20 << 20);
-    // The 12 blocks after the run's tail take a run of 12 MiB: right after it.
-    let b = h.malloc(12 << 20);
-    assert_eq!(b as u64, a as u64 + (20 << 20));
-    fill(a, 20 << 20, 1);
-    fill(b, 12 << 20, 2);
-    let s = h.validate().expect("heap consistent");
-    assert_eq!((s.bytes_in_use, s.large_segments, s.large_tail_blocks), (32 << 20, 1, 16), "{s:?}");
-    // SAFETY: pointer arithmetic only.
-    h.free(unsafe { a.add(16 << 20) }); // the run's first tail block
-    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
-    check(a, 20 << 20, 1);
-    h.free(a);
-    h.free(a); // the run's segments are free now: a pointer into a free segment
-    let s = h.validate().expect("heap consistent");
-    assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
-    assert_eq!((s.bytes_in_use, s.large_tail_blocks), (12 << 20, 0), "{s:?}");
-    // b's segment sits second, so the largest run left is the four after it; the freed tail
-    // blocks serve slices of their group (48 and 64 B).
-    let c = h.malloc(4 << 24);
-    assert!(!c.is_null());
-    let d: Vec<_> = (0..4).map(|_| h.malloc(64)).collect();
-    assert!(d.iter().all(|&p| p as u64 >= a as u64 + (16 << 20) && (p as u64) < b as u64), "{d:?}");
-    check(b, 12 << 20, 2);
-    for p in d.into_iter().chain([b, c]) {
-        h.free(p);
-    }
-    h.trim();
-    let s = h.validate().expect("heap consistent");
-    assert_eq!((s.bytes_in_use, s.blocks_in_use(), s.free_segments), (0, 0, 6), "{s:?}");
-    assert_eq!((s.invalid_frees, s.double_frees), (2, 0));
 }
 
 /// Each group takes whole segments, so a heap may have none left for a class whose group has

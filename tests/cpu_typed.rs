@@ -214,3 +214,46 @@ fn large_alignments_are_honoured_absolutely_or_refused() {
         assert_empty(&cpu);
     });
 }
+
+/// Values aligned to 128 KiB .. 16 MiB (above the 64 KiB blocks that runs are made of): each
+/// box and vector is aligned for its type, also after other runs left the next free block
+/// unaligned. (Before, `DBox` asked `malloc` for the size alone: a 512 KiB type got a run of
+/// 64 KiB blocks, a 2 MiB type one of 256 KiB blocks, aligned to their blocks only.)
+#[test]
+fn values_aligned_above_a_block_are_aligned() {
+    on_big_stack(large_alignments);
+}
+
+#[repr(C, align(131072))]
+struct A128K([u8; 131072]);
+#[repr(C, align(524288))]
+struct A512K([u8; 524288]);
+#[repr(C, align(2097152))]
+struct A2M([u8; 2097152]);
+#[repr(C, align(16777216))]
+struct A16M([u8; 16]);
+
+fn large_alignments() {
+    fn aligned<T>(p: *mut T) -> bool {
+        (p as usize).is_multiple_of(std::mem::align_of::<T>())
+    }
+    let cpu = CpuHeap::new(32, 1);
+    let h = cpu.heap();
+    // Runs of 5 blocks of 64 KiB and of 5 of 256 KiB first: the next free blocks are not
+    // aligned to more than a block.
+    let odd = (DBox::new(h, [1u8; 300_000]).ok().unwrap(), DBox::new(h, [2u8; 1_200_000]).ok().unwrap());
+    let a = DBox::new(h, A128K([3; 131072])).ok().expect("room");
+    let b = DBox::new(h, A512K([4; 524288])).ok().expect("room");
+    let c = DBox::new(h, A2M([5; 2097152])).ok().expect("room");
+    let d = DBox::new(h, A16M([6; 16])).ok().expect("room");
+    assert!(aligned(a.as_ptr()) && aligned(b.as_ptr()) && aligned(c.as_ptr()) && aligned(d.as_ptr()));
+    assert_eq!((a.0[131071], b.0[524287], c.0[2097151], d.0[15]), (3, 4, 5, 6));
+    let mut v = DVec::<A512K>::new(h);
+    for i in 0..6u8 {
+        v.push(A512K([i; 524288])).ok().expect("room");
+        assert!(aligned(v.as_slice().as_ptr() as *mut A512K), "after {} pushes", i + 1);
+    }
+    assert!(v.iter().enumerate().all(|(i, x)| x.0[0] == i as u8 && x.0[524287] == i as u8));
+    drop((odd, a, b, c, d, v));
+    assert_empty(&cpu);
+}

@@ -8,6 +8,7 @@
 
 use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
+use veballoc::kernels::class::{RUN_BLOCK_BYTES, RUN_GROUP};
 use veballoc::{Gpu, Heap, SEGMENT_BYTES};
 
 const BLOCK: u32 = 256;
@@ -239,9 +240,12 @@ fn gpu_large_runs_nearly_whole_heap() {
     unsafe { gpu.launch("vb_malloc", 1, 1, veballoc::kernel_args![arg, p, one, size, zero]).unwrap() };
     gpu.sync().unwrap();
     assert_ne!(host(&ptrs)[0], 0, "a run of all segments but one");
-    assert_eq!(heap.stats().unwrap().large_segments, heap.capacity() / SEGMENT_BYTES - 1);
+    let s = heap.stats().unwrap();
+    let blocks = SEGMENT_BYTES / RUN_BLOCK_BYTES;
+    assert_eq!(s.whole_blocks[RUN_GROUP], (heap.capacity() / SEGMENT_BYTES - 1) * blocks, "{s:?}");
     // SAFETY: as above.
     unsafe { gpu.launch("vb_free", 1, 1, veballoc::kernel_args![arg, p, one]).unwrap() };
+    // The segments the run covered go straight back to the segment tree.
     assert_eq!(heap.stats().unwrap().free_segments, heap.capacity() / SEGMENT_BYTES);
 }
 

@@ -5,12 +5,13 @@
 //!
 //! Every power-of-two alignment up to a segment (16 MiB) is honoured: up to 8 bytes by any
 //! slice, 16 by any slice but the 24-byte class (sizes are rounded up to 16 bytes for it); up
-//! to the largest slice (1 MiB), the request is rounded up to a power of two at least
-//! the alignment, a slice class whose slices lie at multiples of their size from the heap's
-//! base; above that, the request asks for more than a segment, which starts at a segment
-//! boundary (requests of 1..16 MiB are runs of 256 KiB blocks, aligned to 256 KiB only). The
-//! result is checked against the alignment asked: a heap whose base is less aligned, or an
-//! alignment above 16 MiB, gives an error, never a misaligned pointer. Zero-sized
+//! to 64 KiB, a request of up to the largest slice (1 MiB) is rounded up to a power of two at
+//! least the alignment (a slice class whose slices lie at multiples of their size from the
+//! heap's base, or a run of 64 KiB blocks), and a larger one is a run of 256 KiB blocks,
+//! aligned to 256 KiB; larger alignments take a run of blocks cut to an aligned start
+//! (`DeviceHeap::malloc_run_aligned`). The result is checked against the alignment asked: a
+//! heap whose base is less aligned, or an alignment above 16 MiB, gives an error, never a
+//! misaligned pointer. Zero-sized
 //! requests never reach the heap. Out of memory is an `AllocError`, so `try_reserve` and
 //! `Box::try_new_in` see it; the infallible APIs call `handle_alloc_error`.
 //!
@@ -26,9 +27,8 @@ use core::alloc::{AllocError, Allocator};
 #[cfg(any(target_arch = "nvptx64", feature = "allocator-api"))]
 use core::ptr::NonNull;
 
-use crate::class::MAX_SLICE_BYTES;
+use crate::class::{group_block_bytes, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, UNIT_RUN_GROUP};
 use crate::heap::DeviceHeap;
-use crate::SEGMENT_BYTES;
 
 /// Alignment every allocation of the heap has (24-byte slices are 8-byte aligned).
 pub const MIN_ALIGN: usize = 8;
@@ -37,35 +37,43 @@ pub const MIN_ALIGN: usize = 8;
 pub const SLICE_ALIGN: usize = 16;
 
 impl DeviceHeap {
-    /// Bytes to ask `malloc` for so that the result can be aligned to `layout.align()`.
-    #[inline(always)]
-    fn request_for(layout: Layout) -> u64 {
-        let (size, align) = (layout.size() as u64, layout.align() as u64);
-        if align <= MIN_ALIGN as u64 {
-            size
-        } else if align <= SLICE_ALIGN as u64 {
-            // Never the 8-aligned 24-byte class.
-            size.next_multiple_of(SLICE_ALIGN as u64)
-        } else if align <= MAX_SLICE_BYTES {
-            // A power-of-two slice lies at a multiple of its size (from the base).
-            size.max(align).next_power_of_two()
-        } else {
-            // Runs of 1..16 MiB are only 256 KiB-aligned; more than a segment starts at one.
-            size.max(SEGMENT_BYTES + MIN_ALIGN as u64)
-        }
-    }
-
     /// `malloc` for `layout` (non-zero size): null when the heap is full or cannot give the
     /// alignment.
     #[inline]
     pub fn malloc_layout(&self, layout: Layout) -> *mut u8 {
-        let p = self.malloc(Self::request_for(layout));
+        let (size, align) = (layout.size() as u64, layout.align() as u64);
+        let p = if align <= MIN_ALIGN as u64 {
+            self.malloc(size)
+        } else if align <= SLICE_ALIGN as u64 {
+            // Never the 8-aligned 24-byte class.
+            self.malloc(size.next_multiple_of(SLICE_ALIGN as u64))
+        } else if size > MAX_SLICE_BYTES && align <= RUN_BLOCK_BYTES {
+            // A run of 256 KiB blocks.
+            self.malloc(size)
+        } else if size <= MAX_SLICE_BYTES && align <= group_block_bytes(UNIT_RUN_GROUP) {
+            // A power-of-two slice lies at a multiple of its size (from the base), and a run of
+            // 64 KiB blocks at a multiple of 64 KiB.
+            self.malloc(size.max(align).next_power_of_two())
+        } else {
+            self.malloc_run_aligned(size, align)
+        };
         if !p.is_null() && !(p as usize).is_multiple_of(layout.align()) {
             // The heap's base is less aligned than asked (only a CPU-model heap can be).
             self.free(p);
             return core::ptr::null_mut();
         }
         p
+    }
+}
+
+impl DeviceHeap {
+    /// `realloc` for `layout` (non-zero size): keeps `ptr` while its usable size holds
+    /// `layout.size()` (it is aligned already when it came from `malloc_layout` or
+    /// `realloc_layout` with the same alignment), else moves the contents to a
+    /// `malloc_layout(layout)` block and frees `ptr`. Null `ptr` is `malloc_layout`; on failure
+    /// null, with `ptr` untouched.
+    pub fn realloc_layout(&self, ptr: *mut u8, layout: Layout) -> *mut u8 {
+        self.realloc_with(ptr, layout.size() as u64, || self.malloc_layout(layout))
     }
 }
 

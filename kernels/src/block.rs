@@ -11,7 +11,6 @@
 //! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-use crate::class::RUN_GROUP;
 use crate::layout::{HeapLayout, BLOCK_META_BYTES};
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
@@ -33,6 +32,149 @@ pub const fn gid_of(seg: u32, local: u32) -> u64 {
 #[inline(always)]
 pub const fn split_gid(gid: u64) -> (u32, u32) {
     ((gid >> BLOCK_ID_SHIFT) as u32, (gid & (MAX_BLOCKS_PER_SEGMENT as u64 - 1)) as u32)
+}
+
+/// log2 of the ids one segment takes in group `g`'s tree. Where a segment's blocks fill whole
+/// leaf words (groups of 64..256 KiB blocks: 256, 128 or 64 to a segment) the ids are dense,
+/// `segment << shift | block`, so that the free blocks at the end of one segment and the
+/// start of the next are one run: runs of whole blocks may cross segments (a 20 MiB request
+/// took two segments, 62.5% of them, when runs stayed in one). Elsewhere the ids keep the
+/// stride of `gid_of`, so that a leaf word never spans two segments (see `BlockBatch`).
+#[inline(always)]
+pub const fn tree_shift(g: usize) -> u32 {
+    let bps = group_blocks_per_segment(g);
+    if bps as u64 >= crate::veb::WORD_BITS {
+        bps.trailing_zeros()
+    } else {
+        BLOCK_ID_SHIFT
+    }
+}
+
+/// Whether runs of whole blocks of group `g` may cross from one segment into the next (its
+/// tree's ids are dense, see `tree_shift`).
+#[inline(always)]
+pub const fn runs_cross_segments(g: usize) -> bool {
+    1 << tree_shift(g) == group_blocks_per_segment(g)
+}
+
+/// Segment and block of block `i` of a run of group `g` that starts at block `gid`: past the
+/// end of a segment, the next segment's blocks (the run crosses segments only where
+/// `runs_cross_segments(g)`).
+#[inline(always)]
+pub const fn run_block(g: usize, gid: u64, i: u32) -> (u32, u32) {
+    let (seg, local) = split_gid(gid);
+    let bps = group_blocks_per_segment(g);
+    let x = local + i;
+    (seg + x / bps, x % bps)
+}
+
+/// A group's tree of free blocks, addressed by global block id (`gid_of`): it maps ids to the
+/// tree's own (see `tree_shift`) and back, so that no caller sees the difference.
+#[derive(Clone, Copy)]
+pub struct GroupTree<'a> {
+    veb: crate::veb::Veb<'a>,
+    shift: u32,
+}
+
+impl<'a> GroupTree<'a> {
+    /// The tree of group `g` over `veb`.
+    #[inline(always)]
+    pub fn new(veb: crate::veb::Veb<'a>, g: usize) -> Self {
+        Self { veb, shift: tree_shift(g) }
+    }
+
+    /// The tree's id of block `gid` (an addition, so that `gid_of(seg, blocks_per_segment)`
+    /// is the next segment's first id).
+    #[inline(always)]
+    fn id(&self, gid: u64) -> u64 {
+        let (seg, local) = split_gid(gid);
+        ((seg as u64) << self.shift) + local as u64
+    }
+
+    /// The block of tree id `id`.
+    #[inline(always)]
+    fn gid(&self, id: u64) -> u64 {
+        gid_of((id >> self.shift) as u32, (id & ((1 << self.shift) - 1)) as u32)
+    }
+
+    /// Marks block `gid` free; whether it was not before.
+    #[inline(always)]
+    pub fn insert(&self, gid: u64) -> bool {
+        self.veb.insert(self.id(gid))
+    }
+
+    /// Marks the `n` blocks from `gid`, all in its segment, free.
+    #[inline(always)]
+    pub fn insert_range(&self, gid: u64, n: u32) {
+        self.veb.insert_range(self.id(gid), n as u64)
+    }
+
+    /// Takes the `n` blocks from `gid` (in its segment) if every one is free; else none.
+    #[inline(always)]
+    pub fn remove_range_exact(&self, gid: u64, n: u32) -> bool {
+        self.veb.remove_range_exact(self.id(gid), n as u64)
+    }
+
+    /// Whether block `gid` is free.
+    #[inline(always)]
+    pub fn contains(&self, gid: u64) -> bool {
+        self.veb.contains(self.id(gid))
+    }
+
+    /// Whether any id of segment `seg` from its `local`-th on is free (exact): for the
+    /// validator, which finds bits outside a segment's blocks (`local` = its group's blocks
+    /// per segment, up to `MAX_BLOCKS_PER_SEGMENT`) or in a segment of another group (0).
+    pub fn any_free_in_segment(&self, seg: u32, local: u32) -> bool {
+        let first = ((seg as u64) << self.shift) + local as u64;
+        self.veb.successor(first).is_some_and(|id| id < (seg as u64 + 1) << self.shift)
+    }
+
+    /// Whether no block is free (exact).
+    #[inline(always)]
+    pub fn is_empty(&self) -> bool {
+        self.veb.successor(0).is_none()
+    }
+
+    /// Up to `k` consecutive free blocks of the lowest leaf word with one (one pass, see
+    /// `Veb::try_claim_bits`), racers spread from bit `spread`.
+    #[inline(always)]
+    pub fn try_claim_bits(&self, spread: u32, k: u32) -> Option<BlockBatch> {
+        let (word, mask) = self.veb.try_claim_bits(0, spread, k)?;
+        let (seg, base) = split_gid(self.gid(word * crate::veb::WORD_BITS));
+        Some(BlockBatch { seg, base, mask })
+    }
+
+    /// The lowest run of `k` free blocks, taken (exact search): across segments where the
+    /// ids are dense, else within one segment's ids.
+    #[inline(always)]
+    pub fn claim_run(&self, k: u32) -> Option<u64> {
+        let id = if self.shift == BLOCK_ID_SHIFT {
+            self.veb.claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)
+        } else {
+            self.veb.claim_run(k as u64)
+        };
+        id.map(|id| self.gid(id))
+    }
+
+    /// One pass of `claim_run` through the summaries: its `None` may be transient.
+    #[inline(always)]
+    pub fn try_claim_run(&self, k: u32) -> Option<u64> {
+        let window = if self.shift == BLOCK_ID_SHIFT { MAX_BLOCKS_PER_SEGMENT as u64 } else { u64::MAX };
+        self.veb.try_claim_run_within(k as u64, window).map(|id| self.gid(id))
+    }
+
+    /// How many blocks right before block `gid` are free, at most `max` (a hint, see
+    /// `Veb::free_before`): where the ids are dense, the free blocks at the end of the
+    /// segments before `gid`'s.
+    #[inline(always)]
+    pub fn free_before(&self, gid: u64, max: u32) -> u32 {
+        self.veb.free_before(self.id(gid), max as u64) as u32
+    }
+
+    /// The tree's summaries against its leaves (quiescent tree; see `Veb::check`).
+    pub fn check(&self) -> Result<u64, crate::veb::VebError> {
+        self.veb.check()
+    }
 }
 
 /// Slice class for `1 <= size <= MAX_SLICE_BYTES` (see `class::class_of`).
@@ -75,11 +217,8 @@ pub const KIND_PACKED: u32 = 2;
 /// Block handed out to serve slices.
 pub const KIND_SLICES: u32 = 3;
 /// A later block of a run of whole blocks (the first is `KIND_WHOLE`, its `freed` holding
-/// the run's length): no pointer starts in it.
+/// the run's length; the run may go on in the next segments): no pointer starts in it.
 pub const KIND_RUN_TAIL: u32 = 4;
-/// A block of `RUN_GROUP` at the start of a segment that ends a multi-segment run (the run's
-/// head segment records how many).
-pub const KIND_LARGE_TAIL: u32 = 5;
 /// Bits of the kind word that hold the kind; the class a `KIND_SLICES` or `KIND_PACKED`
 /// block serves is above them.
 pub const KIND_MASK: u32 = 0xff;
@@ -98,8 +237,8 @@ pub struct BlockMeta {
     /// Slices given back since the block was installed; for a block handed out whole
     /// (`KIND_WHOLE`), the number of blocks in its run (1 for a single block).
     pub freed: Atom32,
-    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED`, `KIND_RUN_TAIL` or
-    /// `KIND_LARGE_TAIL`, with (for slices and packed) the class above `KIND_CLASS_SHIFT`.
+    /// `KIND_FREE`, `KIND_SLICES`, `KIND_WHOLE`, `KIND_PACKED` or `KIND_RUN_TAIL`, with (for
+    /// slices and packed) the class above `KIND_CLASS_SHIFT`.
     pub kind: Atom32,
 }
 
@@ -376,13 +515,13 @@ impl<'a> Blocks<'a> {
 
     /// Block tree of group `g`.
     #[inline(always)]
-    pub(crate) fn block_tree(&self, g: usize) -> crate::veb::Veb<'a> {
+    pub(crate) fn block_tree(&self, g: usize) -> GroupTree<'a> {
         let l = self.layout().block_tree;
         let off = self.layout().block_tree_off + g as u64 * l.total_words as u64 * 8;
         // SAFETY: the layout reserved NUM_GROUPS trees of `total_words` words from
         // `block_tree_off`, and g < NUM_GROUPS.
         let w = unsafe { crate::atomic::words(self.segs.meta() + off, l.total_words as usize) };
-        crate::veb::Veb::new(w, l)
+        GroupTree::new(crate::veb::Veb::new(w, l), g)
     }
 
     /// Address of block `gid` of group `g`.
@@ -460,7 +599,7 @@ impl<'a> Blocks<'a> {
     fn out_of_blocks(&self, g: usize) -> bool {
         let snap = self.reclaim_snapshot();
         self.segs.seg_tree().successor(0).is_none()
-            && self.block_tree(g).successor(0).is_none()
+            && self.block_tree(g).is_empty()
             && self.reclaims_stayed_quiet(snap)
     }
 
@@ -480,17 +619,16 @@ impl<'a> Blocks<'a> {
         // One pass (no exactness check): claim_blocks retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
         let t0 = crate::trace::now();
-        let got = self.block_tree(g).try_claim_bits(0, spread, k);
+        let got = self.block_tree(g).try_claim_bits(spread, k);
         if crate::trace::ON {
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeNs, crate::trace::now() - t0);
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeMisses, got.is_none() as u64);
         }
-        let (word, mask) = got?;
-        let (seg, base) = split_gid(word * crate::veb::WORD_BITS);
+        let batch = got?;
         // AcqRel: counts the blocks out before anyone can see the segment as all-free;
         // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.segs.seg_out(seg).fetch_add_acq_rel(mask.count_ones());
-        Some(BlockBatch { seg, base, mask })
+        self.segs.seg_out(batch.seg).fetch_add_acq_rel(batch.mask.count_ones());
+        Some(batch)
     }
 
     /// Takes up to `k` (1..=64) free blocks of group `g`, at least one, formatting a fresh
@@ -577,13 +715,13 @@ impl<'a> Blocks<'a> {
         got
     }
 
-    /// A run of `k` contiguous free blocks of group `g` from its tree, in one segment, by one
-    /// pass through the summaries: `None` may be transient (see `claim_run_exact`). The
-    /// blocks are parked; the caller marks them.
+    /// The lowest run of `k` contiguous free blocks of group `g` from its tree (across
+    /// segments where `runs_cross_segments(g)`), by one pass through the summaries: `None`
+    /// may be transient (see `claim_run_exact`). The blocks are parked; the caller marks them.
     #[inline(never)]
     pub(crate) fn try_claim_run(&self, g: usize, k: u32) -> Option<u64> {
-        let gid = self.block_tree(g).try_claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
-        self.count_run_out(gid, k);
+        let gid = self.block_tree(g).try_claim_run(k)?;
+        self.count_run_out(g, gid, k);
         Some(gid)
     }
 
@@ -639,22 +777,88 @@ impl<'a> Blocks<'a> {
         }
     }
 
+    /// A run of `k` free blocks of group `g` that needs fresh segments: claims the lowest
+    /// `m = ceil(k / blocks per segment)` consecutive free segments (reclaiming the pending
+    /// ones if there are none), or else the lowest `m - 1` if the group's free blocks right
+    /// before them make up the rest (the heap's last free segments after a partly used one,
+    /// say); gives back those that these free blocks make unnecessary; formats the others for
+    /// `g` with every block in the tree; then takes the lowest run of `k` from the tree. That
+    /// run may begin in the free blocks at the end of the segment before them, so that runs
+    /// of any length pack the heap (20 MiB: 97.7% of it rather than 62.5%) and concurrent
+    /// requests share what their formats added (each takes the lowest run left). `None` when
+    /// no such segments were free by an exact search that no reclaim overlapped, or when
+    /// racers took what the format added (the caller's exact search of the tree decides).
+    #[inline(never)]
+    pub(crate) fn fresh_run(&self, g: usize, k: u32) -> Option<u64> {
+        let bps = group_blocks_per_segment(g);
+        let m = k.div_ceil(bps);
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        loop {
+            let snap = self.reclaim_snapshot();
+            for have in [m, m - 1] {
+                let claimed = if have == m {
+                    self.claim_fresh_run(m as u64)
+                } else if have > 0 {
+                    self.segs.seg_tree().claim_run(have as u64)
+                } else {
+                    None
+                };
+                let Some(s) = claimed.map(|s| s as u32) else { continue };
+                let before = self.block_tree(g).free_before(gid_of(s, 0), k);
+                let used = (k - before).div_ceil(bps);
+                if used > have {
+                    // Never formatted: straight back (only for `m - 1`, which needs them).
+                    self.segs.seg_tree().insert_range(s as u64, have as u64);
+                    continue;
+                }
+                if used < have {
+                    // As above.
+                    self.segs.seg_tree().insert_range((s + used) as u64, (have - used) as u64);
+                }
+                let t0 = crate::trace::now();
+                for t in 0..used {
+                    self.format_segment(s + t, g, 0);
+                }
+                if crate::trace::ON {
+                    crate::trace::add(
+                        self.segs.meta(),
+                        crate::trace::Event::FormatNs,
+                        crate::trace::now() - t0,
+                    );
+                }
+                return self.claim_run_in_tree(g, k);
+            }
+            if self.reclaims_stayed_quiet(snap) {
+                return None;
+            }
+            if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutRun, 1);
+                return None;
+            }
+        }
+    }
+
     /// A run of `k` free blocks of group `g` from its tree (exact search), counted out of
-    /// their segment.
+    /// their segments.
     fn claim_run_in_tree(&self, g: usize, k: u32) -> Option<u64> {
-        // Within one segment's ids: group 0's blocks fill them all, so nothing else would keep
-        // a run from straddling two segments.
-        let gid = self.block_tree(g).claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)?;
-        self.count_run_out(gid, k);
+        let gid = self.block_tree(g).claim_run(k)?;
+        self.count_run_out(g, gid, k);
         Some(gid)
     }
 
-    /// Counts the `k` blocks of a run starting at `gid`, just taken from their tree, out of
-    /// their segment.
+    /// Counts the `k` blocks of a run of group `g` from `gid`, just taken from their tree, out
+    /// of their segments (one add per segment the run touches).
     #[inline(always)]
-    fn count_run_out(&self, gid: u64, k: u32) {
-        // AcqRel: as in claim_from_tree.
-        self.segs.seg_out(split_gid(gid).0).fetch_add_acq_rel(k);
+    fn count_run_out(&self, g: usize, gid: u64, k: u32) {
+        let bps = group_blocks_per_segment(g);
+        let (mut seg, mut local) = split_gid(gid);
+        let mut left = k;
+        while left > 0 {
+            let n = left.min(bps - local);
+            // AcqRel: as in claim_from_tree.
+            self.segs.seg_out(seg).fetch_add_acq_rel(n);
+            (left, seg, local) = (left - n, seg + 1, 0);
+        }
     }
 
     /// Returns block `gid` of group `g` to its tree. The last block of a segment to come back
@@ -662,8 +866,8 @@ impl<'a> Blocks<'a> {
     /// chain of a dozen dependent RMWs, and run by the last frees of a kernel it made free
     /// 16-24% slower from 128 B up (NOTES r26); the mark is one or two. Until memory runs
     /// short the segment keeps serving its group (its blocks are in the group's tree); then
-    /// the reclaim sweep before a null (`trim_segment` of every segment) or a claim of a run of
-    /// segments (`claim_large`) returns it.
+    /// the reclaim sweep before a null (`trim_segment` of every segment) or a claim of fresh
+    /// segments for a run that finds none (`fresh_run`) returns it.
     #[inline(never)]
     pub(crate) fn release_block(&self, g: usize, gid: u64) {
         let seg = split_gid(gid).0;
@@ -677,6 +881,83 @@ impl<'a> Blocks<'a> {
             // try a reclaim, and must see our fetch_sub's zero.
             self.pending_tree().insert(seg as u64);
         }
+    }
+
+    /// Returns the `k` blocks of group `g` from `gid`, parked here (a run of whole blocks, or
+    /// what a run row's segment did not hand out; the caller owns them; they may cross into
+    /// the next segments, see `runs_cross_segments`), to their tree: each segment's part with
+    /// one insert and one subtraction, the segment marked pending if that was its last block
+    /// out (as `release_block`). A segment the run covers whole goes straight back to the
+    /// segment tree (`return_whole_segment`), as runs of whole segments did before runs
+    /// crossed segments: otherwise a freed 100 MiB run would leave its segments pending, out
+    /// of the other groups' reach until memory ran short.
+    #[inline(never)]
+    pub(crate) fn release_run(&self, g: usize, gid: u64, k: u32) {
+        let bps = group_blocks_per_segment(g);
+        let (mut seg, mut local) = split_gid(gid);
+        let mut left = k;
+        while left > 0 {
+            let n = left.min(bps - local);
+            for b in local..local + n {
+                self.block_meta(seg, b).park();
+            }
+            if n < bps || !self.return_whole_segment(seg) {
+                self.block_tree(g).insert_range(gid_of(seg, local), n);
+                // AcqRel: after the insert, as in release_block.
+                let old = self.segs.seg_out(seg).fetch_sub_acq_rel(n);
+                if old & OUT_COUNT_MASK == n {
+                    crate::trace::add(self.segs.meta(), crate::trace::Event::Pending, 1);
+                    // Release: as in release_block.
+                    self.pending_tree().insert(seg as u64);
+                }
+            }
+            (left, seg, local) = (left - n, seg + 1, 0);
+        }
+    }
+
+    /// The run of `k` blocks at the first multiple of `a` blocks from segment 0 (the tree's
+    /// dense ids: a multiple of `a` block sizes from segment 0's address) within the run of
+    /// `k + a - 1` blocks of group `g` from `gid`, which the caller holds and has not marked;
+    /// the blocks before and after it go back to their tree.
+    pub(crate) fn align_run(&self, g: usize, gid: u64, k: u32, a: u32) -> u64 {
+        debug_assert!(runs_cross_segments(g), "a run's blocks are consecutive ids");
+        let (seg, local) = split_gid(gid);
+        let id = seg as u64 * group_blocks_per_segment(g) as u64 + local as u64;
+        let skip = (id.next_multiple_of(a as u64) - id) as u32;
+        let at = |i: u32| {
+            let (s, l) = run_block(g, gid, i);
+            gid_of(s, l)
+        };
+        if skip > 0 {
+            self.release_run(g, gid, skip);
+        }
+        if a - 1 > skip {
+            self.release_run(g, at(skip + k), a - 1 - skip);
+        }
+        at(skip)
+    }
+
+    /// Returns formatted segment `seg`, every block of which the caller holds out of its tree
+    /// (parked), to the segment tree. False, with nothing changed, when the blocks-out count
+    /// is not exactly the segment's blocks: a release of the segment's previous life whose
+    /// subtraction lags its insert still counts there (see `try_reclaim`); then the caller
+    /// inserts the blocks as any release does.
+    fn return_whole_segment(&self, seg: u32) -> bool {
+        let out = self.segs.seg_out(seg);
+        // Relaxed: the entry is ours to read while we hold every block.
+        let SegKind::Group(g) = seg_kind(self.segs.seg_table(seg).load_relaxed()) else { return false };
+        // AcqRel: no one else counts blocks of this segment in or out while we hold them all,
+        // so the count can only be ours (plus a lagging release's unit, which fails the CAS);
+        // the flag keeps a reclaimer's CAS from 0 off the segment until it is free.
+        if out.cas_acq_rel(group_blocks_per_segment(g), RECLAIMING).is_err() {
+            return false;
+        }
+        // Release: the cleared entry before the segment becomes claimable (as try_reclaim).
+        self.segs.seg_table(seg).store_release(0);
+        // AcqRel: the count is 0 under the flag; clearing it leaves 0, as a reclaim does.
+        out.fetch_and_acq_rel(!RECLAIMING);
+        self.segs.seg_tree().insert(seg as u64);
+        true
     }
 
     /// The pending-reclaim tree: segments whose last block came back since their last
@@ -748,7 +1029,7 @@ impl<'a> Blocks<'a> {
         // a reclaimer's CAS acquires them.
         self.segs.seg_out(seg).fetch_add_acq_rel(kept);
         if bps > kept {
-            self.block_tree(g).insert_range(gid_of(seg, kept), (bps - kept) as u64);
+            self.block_tree(g).insert_range(gid_of(seg, kept), bps - kept);
         }
     }
 
@@ -780,7 +1061,7 @@ impl<'a> Blocks<'a> {
                     return false;
                 };
                 crate::trace::add(self.segs.meta(), crate::trace::Event::Reclaims, 1);
-                if self.block_tree(g).remove_range_exact(base, group_blocks_per_segment(g) as u64) {
+                if self.block_tree(g).remove_range_exact(base, group_blocks_per_segment(g)) {
                     // We own every block of the segment now.
                     // Release: the entry is cleared before the segment becomes claimable.
                     self.segs.seg_table(seg).store_release(0);
@@ -815,76 +1096,6 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Claims `k` contiguous segments for a request larger than a segment, and with
-    /// `tail > 0` the first `tail` 256 KiB blocks of the segment after them (formatted for
-    /// `RUN_GROUP`, its other blocks going to that group's tree); returns the first segment.
-    #[inline(never)]
-    pub(crate) fn claim_large(&self, k: u64, tail: u32) -> Option<u32> {
-        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
-        let s = loop {
-            let snap = self.reclaim_snapshot();
-            if let Some(s) = self.claim_fresh_run(k + (tail > 0) as u64) {
-                break s as u32;
-            }
-            // No such run, by an exact search: final unless a reclaim was moving a segment
-            // into the tree meanwhile.
-            if self.reclaims_stayed_quiet(snap) {
-                return None;
-            }
-            if !wait.sleep() {
-                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutLarge, 1);
-                return None;
-            }
-        };
-        // Relaxed: published (with the head entry) by the release store below.
-        self.segs.seg_run(s).store_relaxed(k as u32);
-        // Relaxed: as above.
-        self.segs.seg_run_tail(s).store_relaxed(tail);
-        for t in 1..k as u32 {
-            // Relaxed: as above.
-            self.segs.seg_table(s + t).store_relaxed(SegFlags::LARGE_TAIL.bits());
-        }
-        if tail > 0 {
-            let ts = s + k as u32;
-            for i in 0..tail {
-                // Relaxed: published by format_segment's release store of the table entry
-                // (and the head's below).
-                self.block_meta(ts, i).kind.store_relaxed(KIND_LARGE_TAIL);
-            }
-            self.format_segment(ts, RUN_GROUP, tail);
-        }
-        // Release: `free` of this pointer (after the user's own synchronisation) sees the run.
-        self.segs.seg_table(s).store_release(SegFlags::LARGE.bits());
-        Some(s)
-    }
-
-    /// Frees the run that starts at segment `s`. `NotHandedOut` when the run was not
-    /// handed out (a second free): nothing changes, and the heap counts it.
-    #[inline(never)]
-    pub(crate) fn free_large(&self, s: u32) -> FreeOutcome {
-        // AcqRel: of two frees of the run only one clears its head; acquires claim_large's
-        // release of the run length.
-        if self.segs.seg_table(s).cas_acq_rel(SegFlags::LARGE.bits(), 0).is_err() {
-            return FreeOutcome::NotHandedOut;
-        }
-        // Relaxed: ordered by the acquire CAS above.
-        let k = self.segs.seg_run(s).load_relaxed();
-        // Relaxed: as above.
-        let tail = self.segs.seg_run_tail(s).load_relaxed();
-        for t in 1..k {
-            // Relaxed: the release inserts below publish the cleared entries.
-            self.segs.seg_table(s + t).store_relaxed(0);
-        }
-        for i in 0..tail {
-            // The tail blocks go back to RUN_GROUP's tree like any freed block (the last
-            // block of their segment to come back marks the segment pending).
-            self.block_meta(s + k, i).park();
-            self.release_block(RUN_GROUP, gid_of(s + k, i));
-        }
-        self.segs.seg_tree().insert_range(s as u64, k as u64);
-        FreeOutcome::Freed
-    }
-
     /// Frees a whole block, or a run of them. Of two frees of it, only one gets past the
     /// kind swap; the other (racing, or later: the block is parked) gets `NotHandedOut`,
     /// which the heap counts.
@@ -892,20 +1103,14 @@ impl<'a> Blocks<'a> {
     pub(crate) fn free_block(&self, seg: u32, local: u32, g: usize) -> FreeOutcome {
         let meta = self.block_meta(seg, local);
         // AcqRel: decides between racing frees (and acquires malloc_whole's release of the
-        // kind, with the run length before it); the release inserts in release_block
-        // publish the new kinds to the blocks' next owners.
+        // kind, with the run length before it); the release inserts in release_run publish
+        // the new kinds to the blocks' next owners.
         if meta.kind.cas_acq_rel(KIND_WHOLE, KIND_FREE).is_err() {
             return FreeOutcome::NotHandedOut;
         }
-        // Relaxed: ordered by the CAS above; the parked count is published by the release
-        // inserts below.
+        // Relaxed: ordered by the CAS above.
         let k = meta.freed.load_relaxed().max(1);
-        meta.freed.store_relaxed(0);
-        for i in 1..k {
-            self.block_meta(seg, local + i).park();
-            self.release_block(g, gid_of(seg, local + i));
-        }
-        self.release_block(g, gid_of(seg, local));
+        self.release_run(g, gid_of(seg, local), k);
         FreeOutcome::Freed
     }
 }

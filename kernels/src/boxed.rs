@@ -1,13 +1,12 @@
 //! Typed, owned handles for kernels: `DBox<T>` (one value) and `DVec<T>` (a growable array)
 //! allocated from a `DeviceHeap` and freed on drop, with `size_of`/`align_of` respected.
 //!
-//! Alignment: slices are aligned to their (power-of-two) size, whole blocks to the block
-//! size and runs to 16 MiB, all counted from segment 0 (`DeviceHeap::mem`), and
-//! `size_of::<T>()` is a multiple of `align_of::<T>()`; so asking for the size gives an
-//! address aligned for `T` whenever segment 0 itself is: the host runtime's heaps start at a
-//! multiple of 16 MiB, the CPU heap (`cpu::CpuHeap`) at a multiple of 4 KiB. On a heap less
+//! Alignment: allocations go through `DeviceHeap::malloc_layout` with `align_of::<T>()`,
+//! which aligns them from segment 0 (`DeviceHeap::mem`); segment 0 of the host runtime's
+//! heaps and of the CPU heap (`cpu::CpuHeap`) is at a multiple of 16 MiB. On a heap less
 //! aligned than `T`, `DBox::new` and `DVec::push` give the value back (as when the heap is
-//! full) instead of misplacing it. A type aligned to more than 16 MiB (`MAX_ALIGN`) is
+//! full) instead of misplacing it. (Asking `malloc` for the size alone gave 2 MiB-aligned
+//! types of 2 MiB a run of blocks aligned to 256 KiB.) A type aligned to more than 16 MiB (`MAX_ALIGN`) is
 //! refused at compile time. Zero-sized values take no memory, whatever their alignment.
 //!
 //! To keep a structure past the kernel that built it (a graph's adjacency lists, say), turn
@@ -20,6 +19,7 @@
 //! let total: u32 = v.iter().sum();                  // freed when `v` goes out of scope
 //! ```
 
+use core::alloc::Layout;
 use core::marker::PhantomData;
 use core::mem::{align_of, size_of, ManuallyDrop};
 use core::ops::{Deref, DerefMut};
@@ -82,8 +82,12 @@ impl<'h, T> DBox<'h, T> {
             // Like `Box`: nothing to allocate; a dangling pointer is aligned and non-null.
             return Ok(DBox { ptr: NonNull::dangling(), heap });
         }
-        let Some(bytes) = bytes_for::<T>(heap, 1) else { return Err(value) };
-        let Some(ptr) = NonNull::new(heap.malloc(bytes) as *mut T) else { return Err(value) };
+        if bytes_for::<T>(heap, 1).is_none() {
+            return Err(value);
+        }
+        let Some(ptr) = NonNull::new(heap.malloc_layout(Layout::new::<T>()) as *mut T) else {
+            return Err(value);
+        };
         debug_check_aligned(ptr.as_ptr());
         // SAFETY: ptr is valid for a T (fresh allocation of size_of::<T>() bytes, aligned as
         // the module doc explains: bytes_for checked segment 0's alignment).
@@ -218,8 +222,9 @@ impl<'h, T> DVec<'h, T> {
         let min = MIN_CAPACITY_BYTES.div_ceil(size_of::<T>() as u64).max(4);
         let cap = need.max(self.raw.cap.saturating_mul(2)).max(min);
         let Some(bytes) = bytes_for::<T>(self.heap, cap) else { return false };
+        let Ok(layout) = Layout::from_size_align(bytes as usize, align_of::<T>()) else { return false };
         // realloc moves the elements bitwise, which is how Rust moves values.
-        let p = self.heap.realloc(self.raw.ptr as *mut u8, bytes) as *mut T;
+        let p = self.heap.realloc_layout(self.raw.ptr as *mut u8, layout) as *mut T;
         if p.is_null() {
             return false;
         }

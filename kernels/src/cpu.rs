@@ -8,9 +8,11 @@ use std::vec::Vec;
 use crate::block::{slice_bytes, slice_class};
 use crate::heap::{DeviceHeap, HeapLayout};
 
-/// Alignment of the host segment memory (the device gets 2 MiB-aligned allocations; any
-/// alignment >= a slice works, since addresses are taken relative to segment 0).
-const HOST_MEM_ALIGN: usize = 4096;
+/// Alignment of the host segment memory: a segment, as the device heap's segment 0 (see
+/// `veballoc::Heap`), so that the CPU model honours the same alignments (`malloc_layout`
+/// aligns from segment 0's address). Reserved address space only: the pages are touched
+/// where used.
+const HOST_MEM_ALIGN: usize = crate::SEGMENT_BYTES as usize;
 
 /// A heap over host memory. Segment memory is reserved but only touched where used.
 pub struct CpuHeap {

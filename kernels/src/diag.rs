@@ -52,8 +52,6 @@ pub struct Occupancy {
     pub free_segments: u64,
     /// Longest run of consecutive free segments.
     pub longest_free_run: u64,
-    /// Segments of multi-segment runs.
-    pub large_segments: u64,
 }
 
 impl Default for Occupancy {
@@ -63,7 +61,6 @@ impl Default for Occupancy {
             groups: [GroupOccupancy::default(); NUM_GROUPS],
             free_segments: 0,
             longest_free_run: 0,
-            large_segments: 0,
         }
     }
 }
@@ -110,45 +107,40 @@ impl DeviceHeap {
                 continue;
             }
             run = 0;
-            match kind {
-                SegKind::LargeHead | SegKind::LargeTail => o.large_segments += 1,
-                SegKind::Group(g) => {
-                    let go = &mut o.groups[g];
-                    go.segments += 1;
-                    for local in 0..group_blocks_per_segment(g) {
-                        let gid = gid_of(seg, local);
-                        if self.blocks().block_tree(g).contains(gid) {
-                            go.free_blocks += 1;
-                            continue;
-                        }
-                        let m = self.blocks().block_meta(seg, local);
-                        // Acquire: as above.
-                        let (k, c) = kind_parts(m.kind.load_acquire());
-                        if k == KIND_FREE {
-                            go.parked_blocks += 1;
-                            continue;
-                        }
-                        if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES {
-                            go.whole_blocks += 1;
-                            continue;
-                        }
-                        // Acquire: as above.
-                        let freed = m.freed.load_acquire();
-                        let co = &mut o.classes[c];
-                        match current(c, gid) {
-                            Some(handed) => {
-                                co.current_blocks += 1;
-                                co.current_live += handed.saturating_sub(freed) as u64;
-                                co.current_unhanded += (slices_per_block(c) - handed) as u64;
-                            }
-                            None => {
-                                co.retired_blocks += 1;
-                                co.retired_live += slices_per_block(c).saturating_sub(freed) as u64;
-                            }
-                        }
+            let SegKind::Group(g) = kind else { continue };
+            let go = &mut o.groups[g];
+            go.segments += 1;
+            for local in 0..group_blocks_per_segment(g) {
+                let gid = gid_of(seg, local);
+                if self.blocks().block_tree(g).contains(gid) {
+                    go.free_blocks += 1;
+                    continue;
+                }
+                let m = self.blocks().block_meta(seg, local);
+                // Acquire: as above.
+                let (k, c) = kind_parts(m.kind.load_acquire());
+                if k == KIND_FREE {
+                    go.parked_blocks += 1;
+                    continue;
+                }
+                if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES {
+                    go.whole_blocks += 1;
+                    continue;
+                }
+                // Acquire: as above.
+                let freed = m.freed.load_acquire();
+                let co = &mut o.classes[c];
+                match current(c, gid) {
+                    Some(handed) => {
+                        co.current_blocks += 1;
+                        co.current_live += handed.saturating_sub(freed) as u64;
+                        co.current_unhanded += (slices_per_block(c) - handed) as u64;
+                    }
+                    None => {
+                        co.retired_blocks += 1;
+                        co.retired_live += slices_per_block(c).saturating_sub(freed) as u64;
                     }
                 }
-                _ => {}
             }
         }
         o

@@ -7,9 +7,9 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes, slice_class, slices_per_block,
-    split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE,
-    MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    group_block_bytes, group_block_shift, group_of, kind_parts, run_block, slice_bytes, slice_class,
+    slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES,
+    KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
 use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
@@ -261,12 +261,21 @@ impl DeviceHeap {
         } else if size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)) {
             self.malloc_slice(slice_class(size))
         } else if size <= MAX_SLICE_BYTES {
-            self.malloc_whole(UNIT_RUNS, unit_run_len(size))
-        } else if size <= SEGMENT_BYTES {
-            self.malloc_whole(BLOCK_RUNS, block_run_len(size))
+            self.malloc_whole(UNIT_RUNS, unit_run_len(size), 1)
+        } else if size <= self.capacity() {
+            self.malloc_whole(BLOCK_RUNS, block_run_len(size), 1)
         } else {
-            self.malloc_large(size)
+            // More than the heap holds: no sweep can help.
+            self.null_for_run()
         }
+    }
+
+    /// Null for a request of a run of whole blocks that the heap cannot serve, counted.
+    #[inline(always)]
+    fn null_for_run(&self) -> *mut u8 {
+        crate::trace::add(self.meta, crate::trace::Event::NullWhole, 1);
+        self.bump(counter::OUT_OF_MEMORY);
+        core::ptr::null_mut()
     }
 
     /// Warp-coalesced slice allocation: the lanes that want class `c` elect a leader, which
@@ -574,29 +583,32 @@ impl DeviceHeap {
         )
     }
 
-    /// A run of `k` whole blocks of run group `RUN_GROUPS[i]` in one segment: freed blocks
-    /// of the group first (lowest first), else from the group's run row, and before null an
-    /// exact search of the tree, then the same after a reclaim sweep.
+    /// A run of `k` whole blocks of run group `RUN_GROUPS[i]` (it may cross segments, see
+    /// `block::runs_cross_segments`) that starts at a multiple of `a` blocks from segment 0:
+    /// freed blocks of the group first (the lowest run), else from the group's run row (runs
+    /// of up to a quarter of a segment) or fresh segments, and before null an exact search of
+    /// the tree, then the same after a reclaim sweep. For `a > 1` the run taken is `a - 1`
+    /// blocks longer, and what lies before and after its first aligned `k` goes back at once.
     #[inline(never)]
-    fn malloc_whole(&self, i: usize, k: u32) -> *mut u8 {
+    fn malloc_whole(&self, i: usize, k: u32, a: u32) -> *mut u8 {
         let g = RUN_GROUPS[i];
+        let want = k + (a - 1);
         let take = || {
             self.blocks()
-                .try_claim_run(g, k)
-                .or_else(|| self.slots().take_run(i, k))
-                .or_else(|| self.blocks().claim_run_exact(g, k))
+                .try_claim_run(g, want)
+                .or_else(|| self.slots().take_run(i, want))
+                .or_else(|| self.blocks().claim_run_exact(g, want))
         };
-        let Some(gid) = self.retry_after_reclaim(take) else {
-            crate::trace::add(self.meta, crate::trace::Event::NullWhole, 1);
-            self.bump(counter::OUT_OF_MEMORY);
-            return core::ptr::null_mut();
-        };
-        let (seg, local) = split_gid(gid);
+        let Some(gid) = self.retry_after_reclaim(take) else { return self.null_for_run() };
+        let gid = if a > 1 { self.blocks().align_run(g, gid, k, a) } else { gid };
         for i in 1..k {
-            // Release: the validator and `free` of a pointer into the run (after the user's
-            // own synchronisation with this malloc) read it.
-            self.blocks().block_meta(seg, local + i).kind.store_release(KIND_RUN_TAIL);
+            let (seg, local) = run_block(g, gid, i);
+            // Relaxed: published by the release store of the head's kind below (the validator
+            // and a `free` of a pointer into the run read it after the user's own
+            // synchronisation with this malloc); one fence for a run of thousands of blocks.
+            self.blocks().block_meta(seg, local).kind.store_relaxed(KIND_RUN_TAIL);
         }
+        let (seg, local) = split_gid(gid);
         let meta = self.blocks().block_meta(seg, local);
         // Relaxed: published by the release store of the kind below.
         meta.freed.store_relaxed(k);
@@ -605,17 +617,26 @@ impl DeviceHeap {
         self.blocks().block_addr(g, gid) as usize as *mut u8
     }
 
-    /// A run of whole segments.
+    /// `size` bytes (at least 1) at a multiple of `align` (a power of two above the 64 KiB
+    /// blocks of `UNIT_RUN_GROUP`, at most a segment) from segment 0, whose address is a
+    /// multiple of a segment on the GPU: a run of 64 KiB blocks up to `MAX_SLICE_BYTES`, of
+    /// 256 KiB blocks above, taken `align / block - 1` blocks longer than `size` needs and
+    /// cut to its first aligned block (the blocks around it go back at once; so null only
+    /// when no run that much longer is free). Null when `align` is out of that range. What
+    /// `malloc_layout` uses for large alignments; `free` takes the result as any other.
     #[inline(never)]
-    fn malloc_large(&self, size: u64) -> *mut u8 {
-        let (k, tail) = Segments::run_for(size);
-        match self.retry_after_reclaim(|| self.blocks().claim_large(k, tail)) {
-            Some(s) => self.segments().segment_addr(s) as usize as *mut u8,
-            None => {
-                crate::trace::add(self.meta, crate::trace::Event::NullLarge, 1);
-                self.bump(counter::OUT_OF_MEMORY);
-                core::ptr::null_mut()
-            }
+    pub fn malloc_run_aligned(&self, size: u64, align: u64) -> *mut u8 {
+        let unit = group_block_bytes(UNIT_RUN_GROUP);
+        if size == 0 || !align.is_power_of_two() || align <= unit || align > SEGMENT_BYTES {
+            return core::ptr::null_mut();
+        }
+        if size <= MAX_SLICE_BYTES {
+            self.malloc_whole(UNIT_RUNS, unit_run_len(size), (align / unit) as u32)
+        } else if size <= self.capacity() {
+            let a = align.div_ceil(group_block_bytes(RUN_GROUPS[BLOCK_RUNS]));
+            self.malloc_whole(BLOCK_RUNS, block_run_len(size), a as u32)
+        } else {
+            self.null_for_run()
         }
     }
 
@@ -673,11 +694,6 @@ impl DeviceHeap {
                     _ => self.bump(counter::INVALID_FREE),
                 }
             }
-            Some((seg, 0, SegKind::LargeHead)) => {
-                if self.blocks().free_large(seg) == FreeOutcome::NotHandedOut {
-                    self.bump(counter::DOUBLE_FREE);
-                }
-            }
             _ => self.bump(counter::INVALID_FREE),
         }
     }
@@ -723,12 +739,6 @@ impl DeviceHeap {
                     _ => 0,
                 }
             }
-            Some((seg, 0, SegKind::LargeHead)) => {
-                // Acquire: pairs with the release in claim_large.
-                let k = self.segments().seg_run(seg).load_acquire();
-                // Relaxed: published by the same release.
-                Segments::run_bytes(k, self.segments().seg_run_tail(seg).load_relaxed())
-            }
             _ => 0,
         }
     }
@@ -764,8 +774,15 @@ impl DeviceHeap {
     /// `ptr` untouched. Keeps `ptr` when it is already large enough. Fails (null) for
     /// packed pointers, whose size is not recorded.
     pub fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
+        self.realloc_with(ptr, size, || self.malloc(size))
+    }
+
+    /// `realloc` with `fresh` allocating the new block (of at least `size` bytes), for the
+    /// aligned form (`realloc_layout`).
+    #[inline(always)]
+    pub(crate) fn realloc_with(&self, ptr: *mut u8, size: u64, fresh: impl FnOnce() -> *mut u8) -> *mut u8 {
         if ptr.is_null() {
-            return self.malloc(size);
+            return fresh();
         }
         if size == 0 {
             self.free(ptr);
@@ -781,7 +798,7 @@ impl DeviceHeap {
         if size <= have {
             return ptr;
         }
-        let q = self.malloc(size);
+        let q = fresh();
         if !q.is_null() {
             // SAFETY: both are 8-aligned, hold at least `have` bytes (a multiple of 8), and
             // do not overlap (q was free while ptr was live).

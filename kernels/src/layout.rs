@@ -55,16 +55,14 @@ pub struct HeapLayout {
     pub _reserved: u32,
     pub seg_tree: VebLayout,
     /// Layout of each group's block tree (all alike: `num_segments * MAX_BLOCKS_PER_SEGMENT`
-    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment).
+    /// ids, of which a group uses `group_blocks_per_segment(g)` per segment, see
+    /// `block::tree_shift`).
     pub block_tree: VebLayout,
     pub seg_tree_off: u64,
     /// The block trees of groups 0, 1, ... one after another.
     pub block_tree_off: u64,
     pub table_off: u64,
     pub seg_out_off: u64,
-    pub run_len_off: u64,
-    /// Per segment: tail blocks of the run that starts there (see `Blocks::claim_large`).
-    pub run_tail_off: u64,
     pub blocks_off: u64,
     pub current_off: u64,
     pub format_lock_off: u64,
@@ -169,10 +167,6 @@ impl HeapLayout {
         off += align8(n * 4);
         let seg_out_off = off;
         off += align8(n * 4);
-        let run_len_off = off;
-        off += align8(n * 4);
-        let run_tail_off = off;
-        off += align8(n * 4);
         let blocks_off = off;
         off += n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
         let current_off = off;
@@ -204,8 +198,6 @@ impl HeapLayout {
             block_tree_off,
             table_off,
             seg_out_off,
-            run_len_off,
-            run_tail_off,
             blocks_off,
             current_off,
             format_lock_off,

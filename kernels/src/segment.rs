@@ -3,7 +3,7 @@
 //! multi-segment run), which is all `free` needs to find a pointer's size: no headers.
 
 use crate::atomic::Atom32;
-use crate::class::{MAX_BLOCKS_PER_SEGMENT, NUM_GROUPS, RUN_BLOCK_BYTES};
+use crate::class::{MAX_BLOCKS_PER_SEGMENT, NUM_GROUPS};
 use crate::layout::HeapLayout;
 use crate::veb::{full_word, word_position, Veb};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -12,12 +12,10 @@ bitflags::bitflags! {
     /// Flags of a segment-table entry; the low 8 bits hold the group. Zero means free.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
     pub struct SegFlags: u32 {
-        /// Formatted into blocks of the group in the low bits.
+        /// Formatted into blocks of the group in the low bits. (Bits 9 and 10 marked the
+        /// segments of a multi-segment run until runs of blocks crossed segments; an entry
+        /// with them decodes as corrupt.)
         const FORMATTED = 1 << 8;
-        /// First segment of a multi-segment run (its length is in the run table).
-        const LARGE = 1 << 9;
-        /// A later segment of a multi-segment run.
-        const LARGE_TAIL = 1 << 10;
         /// Unused since `free` reads every block's kind (a block's class is in it); never set,
         /// kept so that no other flag takes the bit.
         const HAS_WHOLE = 1 << 11;
@@ -45,8 +43,6 @@ pub enum SegKind {
     Free,
     /// Formatted for a group (see `class::group_of`).
     Group(usize),
-    LargeHead,
-    LargeTail,
     Host,
     Released,
     Corrupt(u32),
@@ -59,10 +55,6 @@ pub fn seg_kind(entry: u32) -> SegKind {
         SegKind::Free
     } else if f == SegFlags::FORMATTED && ((entry & CLASS_MASK) as usize) < NUM_GROUPS {
         SegKind::Group((entry & CLASS_MASK) as usize)
-    } else if f == SegFlags::LARGE {
-        SegKind::LargeHead
-    } else if f == SegFlags::LARGE_TAIL {
-        SegKind::LargeTail
     } else if f == SegFlags::HOST {
         SegKind::Host
     } else if f == SegFlags::RELEASED {
@@ -152,25 +144,6 @@ impl<'a> Segments<'a> {
         self.seg_array(self.layout().seg_out_off, seg)
     }
 
-    /// Length of the multi-segment run that starts at `seg`.
-    #[inline(always)]
-    pub(crate) fn seg_run(&self, seg: u32) -> &'a Atom32 {
-        self.seg_array(self.layout().run_len_off, seg)
-    }
-
-    /// Blocks of `RUN_GROUP` at the start of the segment after the run that starts at `seg`
-    /// that belong to the run (its last, partial segment; 0: none).
-    #[inline(always)]
-    pub(crate) fn seg_run_tail(&self, seg: u32) -> &'a Atom32 {
-        self.seg_array(self.layout().run_tail_off, seg)
-    }
-
-    /// Bytes of the run that starts at `seg` (`k` whole segments and `t` tail blocks).
-    #[inline(always)]
-    pub(crate) fn run_bytes(k: u32, t: u32) -> u64 {
-        k as u64 * SEGMENT_BYTES + t as u64 * RUN_BLOCK_BYTES
-    }
-
     /// Address of segment `seg`.
     #[inline(always)]
     pub fn segment_addr(&self, seg: u32) -> u64 {
@@ -225,17 +198,6 @@ impl<'a> Segments<'a> {
         // Relaxed: the release insert below publishes it.
         self.seg_table(seg).store_relaxed(0);
         self.seg_tree().insert(seg as u64);
-    }
-
-    /// Whole segments and tail blocks (of 256 KiB, in the next segment) of a run for `size`
-    /// bytes: less than 256 KiB over.
-    pub(crate) fn run_for(size: u64) -> (u64, u32) {
-        let (k, t) = (size >> SEGMENT_SHIFT, (size & (SEGMENT_BYTES - 1)).div_ceil(RUN_BLOCK_BYTES) as u32);
-        if t as u64 * RUN_BLOCK_BYTES == SEGMENT_BYTES {
-            (k + 1, 0)
-        } else {
-            (k, t)
-        }
     }
 }
 

@@ -260,8 +260,8 @@ impl<'a> Slots<'a> {
 
     /// A run of `k` contiguous blocks of run group `RUN_GROUPS[i]`, taken with one atomic from
     /// the segment in the group's run row (installing a fresh segment when it is used up), or
-    /// for large runs from a fresh segment of its own; returns the first block (parked: the
-    /// caller marks the run). `None` when no fresh segment could be had. A burst of run
+    /// for large runs from fresh segments (`Blocks::fresh_run`: it may begin in the free
+    /// blocks before them); returns the first block (parked: the caller marks the run). `None` when no fresh segment could be had. A burst of run
     /// requests so formats one segment per `blocks_per_segment / k` of them, by one installer
     /// at a time per slot, instead of every requester searching the tree and formatting.
     #[inline(never)]
@@ -269,7 +269,7 @@ impl<'a> Slots<'a> {
         let (row, g) = (run_row(i), RUN_GROUPS[i]);
         let per = group_blocks_per_segment(g);
         if k > per >> RUN_SHARE_SHIFT {
-            return self.blocks.fresh_segment(g, k).map(|seg| gid_of(seg, 0));
+            return self.blocks.fresh_run(g, k);
         }
         let shard = self.home_shard(row);
         let slot = self.current(row, shard);
@@ -285,9 +285,7 @@ impl<'a> Slots<'a> {
                         return Some(gid_of(seg, start));
                     }
                     // The segment's last blocks are too few for the run: back to the tree.
-                    for b in start..start + got {
-                        self.blocks.release_block(g, gid_of(seg, b));
-                    }
+                    self.blocks.release_run(g, gid_of(seg, start), got);
                     installs += 1;
                     if !ok || installs >= RUN_INSTALLS {
                         return None;
@@ -337,11 +335,12 @@ impl<'a> Slots<'a> {
     }
 
     /// Returns the blocks of run row segment `gid` (group `g`) from `handed` on (not handed
-    /// out; `handed` may overshoot) to the group's tree.
+    /// out; `handed` may overshoot) to the group's tree, or the segment to the segment tree
+    /// if it handed out none.
     fn release_run_rest(&self, g: usize, gid: u64, handed: u32) {
-        let seg = split_gid(gid).0;
-        for b in handed..group_blocks_per_segment(g) {
-            self.blocks.release_block(g, gid_of(seg, b));
+        let per = group_blocks_per_segment(g);
+        if handed < per {
+            self.blocks.release_run(g, gid_of(split_gid(gid).0, handed), per - handed);
         }
     }
 

@@ -49,20 +49,19 @@ pub enum Event {
     /// drains the pending ones).
     Reclaims,
     /// Bounded waits that ran out of time, by where: a claim waiting for a format
-    /// (`claim_blocks`), a run of whole blocks or a fresh segment (`claim_run_exact`,
-    /// `fresh_segment`), a segment run (`claim_large`), a taker waiting for its slot's installer, a failing request waiting
+    /// (`claim_blocks`), a run of whole blocks or fresh segments (`claim_run_exact`,
+    /// `fresh_segment`, `fresh_run`), a taker waiting for its slot's installer, a failing request waiting
     /// for a reclaim sweep. Each can turn into a null that does not mean "full".
     TimeoutFormat,
     TimeoutRun,
-    TimeoutLarge,
     TimeoutInstall,
     TimeoutSweep,
     /// Reclaim sweeps run (`DeviceHeap::reclaim_before_null`).
     Sweeps,
-    /// Requests that got null, by path: slices, runs of whole blocks, segment runs.
+    /// Requests that got null, by path: slices, runs of whole blocks (any size above the
+    /// slices', up to the heap).
     NullSlice,
     NullWhole,
-    NullLarge,
     /// Segments marked for reclaim by their last block's release.
     Pending,
 }
@@ -94,13 +93,11 @@ pub const NAMES: [&str; EVENTS] = [
     "reclaims",
     "timeout_format",
     "timeout_run",
-    "timeout_large",
     "timeout_install",
     "timeout_sweep",
     "sweeps",
     "null_slice",
     "null_whole",
-    "null_large",
     "pending",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).

@@ -3,26 +3,23 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, run_block_handed, slice_bytes,
-    slices_per_block, slot_blocks, slot_parts, split_gid, KIND_FREE, KIND_LARGE_TAIL, KIND_PACKED,
-    KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
+    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, run_block_handed,
+    runs_cross_segments, slice_bytes, slices_per_block, slot_blocks, slot_parts, split_gid, KIND_FREE,
+    KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
 };
-use crate::class::RUN_GROUP;
 use crate::heap::{counter, DeviceHeap};
-use crate::segment::{seg_kind, SegKind, Segments, OUT_COUNT_MASK};
+use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
 use crate::slice::{packed_row, run_row, PACKED_CLASSES, RUN_GROUPS};
 
 /// What the heap holds, from one walk of its metadata.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Stats {
-    /// Bytes the user holds: live slices, whole blocks and segment runs, at their usable size.
+    /// Bytes the user holds: live slices and whole blocks (runs of them), at their usable size.
     pub bytes_in_use: u64,
     /// Segments in the segment tree.
     pub free_segments: u64,
     /// Segments formatted for each group (see `class::group_of`).
     pub segments_per_group: [u64; NUM_GROUPS],
-    /// Segments in multi-segment runs.
-    pub large_segments: u64,
     /// Segments owned by the host-side pool.
     pub host_segments: u64,
     /// Segments whose memory was returned to the driver.
@@ -42,9 +39,9 @@ pub struct Stats {
     /// Parked blocks claimed ahead: the blocks of run rows' current segments not handed out
     /// yet (`trim` returns them).
     pub reserved_blocks: u64,
-    /// Blocks at the start of a segment that end a multi-segment run (their bytes are in
-    /// `bytes_in_use` with the run's).
-    pub large_tail_blocks: u64,
+    /// Runs of whole blocks that go on into the next segment (see
+    /// `block::runs_cross_segments`).
+    pub crossing_runs: u64,
     /// `free` calls on pointers the heap never handed out.
     pub invalid_frees: u64,
     /// `free` calls on slices not handed out at the time (double frees), counted by heaps
@@ -60,7 +57,6 @@ impl Default for Stats {
             bytes_in_use: 0,
             free_segments: 0,
             segments_per_group: [0; NUM_GROUPS],
-            large_segments: 0,
             host_segments: 0,
             released_segments: 0,
             slice_blocks: [0; NUM_CLASSES],
@@ -70,7 +66,7 @@ impl Default for Stats {
             live_packed: 0,
             stale_summary_bits: 0,
             reserved_blocks: 0,
-            large_tail_blocks: 0,
+            crossing_runs: 0,
             invalid_frees: 0,
             double_frees: 0,
             out_of_memory: 0,
@@ -85,7 +81,7 @@ impl Stats {
     }
     /// Segments not in the segment tree.
     pub fn segments_in_use(&self) -> u64 {
-        self.segments_per_group.iter().sum::<u64>() + self.large_segments + self.host_segments
+        self.segments_per_group.iter().sum::<u64>() + self.host_segments
     }
 }
 
@@ -106,7 +102,8 @@ pub enum HeapError {
     BadBlockKind { seg: u32, local: u32, word: u32 },
     /// The out-count of `seg` differs from the blocks missing from its tree.
     OutCount { seg: u32, counted: u32, found: u32 },
-    /// A free block whose counters are not parked (free count zero, kind free).
+    /// A free block whose counters are not parked (free count zero, kind free): in its tree,
+    /// or in a free segment (whose next format takes them as parked).
     FreeBlockNotParked { seg: u32, local: u32 },
     /// A block out of its tree whose kind says parked: handed out, but not as anything.
     ParkedBlockOutOfTree { seg: u32, local: u32 },
@@ -114,13 +111,10 @@ pub enum HeapError {
     OverFreed { seg: u32, local: u32 },
     /// A slice block whose every slice came back but which was not recycled.
     NotRecycled { seg: u32, local: u32 },
-    /// A multi-segment run that is broken (bad length, missing tail, tail without head).
-    BadRun { seg: u32 },
-    /// A run of whole blocks that is broken: a run length of 0 or past the segment's blocks,
-    /// a block of the run not marked as its tail, or a tail block outside any run.
+    /// A run of whole blocks that is broken: a run length of 0 or past the heap's blocks (past
+    /// the segment's, for a group whose runs stay in one), a block of the run not marked as
+    /// its tail (or in a segment of another group), or a tail block outside any run.
     BadBlockRun { seg: u32, local: u32 },
-    /// Blocks marked as the tail of a multi-segment run that no run claims (or the reverse).
-    OrphanLargeTail { claimed: u64, found: u64 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
     HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
 }
@@ -138,10 +132,10 @@ impl DeviceHeap {
                 self.blocks().block_tree(g).check().map_err(|err| HeapError::Tree { tree: Some(g), err })?;
         }
         let current = self.current_blocks();
-        // Tail blocks that runs' heads claim, and that the segments after them hold.
-        let mut large_tail_blocks = 0u64;
-        let mut seg = 0u32;
-        while seg < n {
+        // The run of whole blocks that goes on past the segment walked last: its group, and
+        // how many of its blocks are still to come.
+        let mut run = RunLeft { group: 0, tails: 0 };
+        for seg in 0..n {
             // Acquire: quiescent heap; acquire for form's sake.
             let entry = self.segments().seg_table(seg).load_acquire();
             let kind = seg_kind(entry);
@@ -153,11 +147,12 @@ impl DeviceHeap {
             // the `group_blocks_per_segment` ids of that group.
             for g in 0..NUM_GROUPS {
                 let first_stray = if kind == SegKind::Group(g) { group_blocks_per_segment(g) } else { 0 };
-                let (from, end) =
-                    (gid_of(seg, 0) + first_stray as u64, gid_of(seg, 0) + MAX_BLOCKS_PER_SEGMENT as u64);
-                if self.blocks().block_tree(g).successor(from).is_some_and(|id| id < end) {
+                if self.blocks().block_tree(g).any_free_in_segment(seg, first_stray) {
                     return Err(HeapError::StrayBlockBit { seg, group: g });
                 }
+            }
+            if run.tails > 0 && kind != SegKind::Group(run.group) {
+                return Err(HeapError::BadBlockRun { seg, local: 0 });
             }
             match kind {
                 SegKind::Free => {
@@ -168,47 +163,24 @@ impl DeviceHeap {
                     if counted != 0 {
                         return Err(HeapError::OutCount { seg, counted, found: 0 });
                     }
+                    // Its next format takes every block's metadata as parked (all zeros).
+                    for local in 0..MAX_BLOCKS_PER_SEGMENT {
+                        let m = self.blocks().block_meta(seg, local);
+                        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                        if (m.freed.load_acquire(), m.kind.load_acquire()) != (0, KIND_FREE) {
+                            return Err(HeapError::FreeBlockNotParked { seg, local });
+                        }
+                    }
                     s.free_segments += 1
                 }
                 SegKind::Group(g) => {
                     s.segments_per_group[g] += 1;
-                    self.check_group_segment(seg, g, &current, &mut s)?;
+                    self.check_group_segment(seg, g, &current, &mut run, &mut s)?;
                 }
-                SegKind::LargeHead => {
-                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    let k = self.segments().seg_run(seg).load_acquire();
-                    if k == 0 || seg as u64 + k as u64 > n as u64 {
-                        return Err(HeapError::BadRun { seg });
-                    }
-                    for t in 1..k {
-                        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                        if seg_kind(self.segments().seg_table(seg + t).load_acquire()) != SegKind::LargeTail {
-                            return Err(HeapError::BadRun { seg: seg + t });
-                        }
-                    }
-                    // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-                    let tail = self.segments().seg_run_tail(seg).load_acquire();
-                    if tail > 0 {
-                        self.check_run_tail(seg + k, tail)?;
-                        large_tail_blocks += tail as u64;
-                    }
-                    s.large_segments += k as u64;
-                    s.bytes_in_use += Segments::run_bytes(k, tail);
-                    seg += k;
-                    continue;
-                }
-                SegKind::LargeTail => return Err(HeapError::BadRun { seg }),
                 SegKind::Host => s.host_segments += 1,
                 SegKind::Released => s.released_segments += 1,
                 SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
             }
-            seg += 1;
-        }
-        if large_tail_blocks != s.large_tail_blocks {
-            return Err(HeapError::OrphanLargeTail {
-                claimed: large_tail_blocks,
-                found: s.large_tail_blocks,
-            });
         }
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
@@ -269,40 +241,22 @@ impl DeviceHeap {
         Ok(())
     }
 
-    /// The first `tail` blocks of segment `ts` end the run before it: `ts` is in the heap and
-    /// formatted for `RUN_GROUP`, those blocks are marked so, and the next one is not.
-    fn check_run_tail(&self, ts: u32, tail: u32) -> Result<(), HeapError> {
-        let bps = group_blocks_per_segment(RUN_GROUP);
-        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-        if ts >= self.layout().num_segments
-            || tail >= bps
-            || seg_kind(self.segments().seg_table(ts).load_acquire()) != SegKind::Group(RUN_GROUP)
-        {
-            return Err(HeapError::BadRun { seg: ts });
-        }
-        for local in 0..=tail {
-            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
-            let kind = kind_parts(self.blocks().block_meta(ts, local).kind.load_acquire()).0;
-            if (kind == KIND_LARGE_TAIL) != (local < tail) {
-                return Err(HeapError::BadBlockRun { seg: ts, local });
-            }
-        }
-        Ok(())
-    }
-
+    /// Checks segment `seg`, formatted for group `g`: its blocks against its tree, their kinds
+    /// and counts, the runs of whole blocks (`run`: one that began in the segments before and
+    /// goes on here, updated for the next segment).
     fn check_group_segment(
         &self,
         seg: u32,
         g: usize,
         is_current: &impl Fn(usize, u64) -> Option<u32>,
+        run: &mut RunLeft,
         s: &mut Stats,
     ) -> Result<(), HeapError> {
         let mut out = 0;
+        let bps = group_blocks_per_segment(g);
         // Tail blocks still expected after the head of a run of whole blocks.
-        let mut tails = 0;
-        // Leading blocks that end a multi-segment run.
-        let mut leading_large = 0u64;
-        for local in 0..group_blocks_per_segment(g) {
+        let mut tails = run.tails;
+        for local in 0..bps {
             let gid = gid_of(seg, local);
             let m = self.blocks().block_meta(seg, local);
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
@@ -330,23 +284,20 @@ impl DeviceHeap {
                 }
                 return Err(HeapError::ParkedBlockOutOfTree { seg, local });
             }
-            if kind == KIND_LARGE_TAIL {
-                // Only the leading blocks of a RUN_GROUP segment end a run.
-                if g != RUN_GROUP || local as u64 != leading_large {
-                    return Err(HeapError::BadBlockRun { seg, local });
-                }
-                leading_large += 1;
-                s.large_tail_blocks += 1;
-                s.whole_blocks[g] += 1;
-                self.check_bits(seg, local, g, 0)?;
-                continue;
-            }
             if kind == KIND_WHOLE || kind == KIND_RUN_TAIL {
                 if kind == KIND_WHOLE {
-                    // `freed` holds the run length.
-                    if freed == 0 || local + freed > group_blocks_per_segment(g) {
+                    // `freed` holds the run length; the run ends within the heap (within the
+                    // segment, for a group whose runs stay in one).
+                    let end = local as u64 + freed as u64;
+                    let room = if runs_cross_segments(g) {
+                        (self.layout().num_segments - seg) as u64 * bps as u64
+                    } else {
+                        bps as u64
+                    };
+                    if freed == 0 || end > room {
                         return Err(HeapError::BadBlockRun { seg, local });
                     }
+                    s.crossing_runs += (end > bps as u64) as u64;
                     tails = freed - 1;
                 } else {
                     tails -= 1;
@@ -383,6 +334,14 @@ impl DeviceHeap {
         if counted != out {
             return Err(HeapError::OutCount { seg, counted, found: out });
         }
+        *run = RunLeft { group: g, tails };
         Ok(())
     }
+}
+
+/// What the validator's walk carries from one segment to the next: the run of whole blocks
+/// of group `group` that goes on into the next segment, and how many of its blocks are left.
+struct RunLeft {
+    group: usize,
+    tails: u32,
 }

@@ -570,6 +570,25 @@ impl<'a> Veb<'a> {
         end
     }
 
+    /// How many indices right below `x` are free, counting down from `x - 1`, at most `max`
+    /// (a snapshot of the leaves: a hint for a claimer, which decides with a claim).
+    pub fn free_before(&self, x: u64, max: u64) -> u64 {
+        let mut n = 0;
+        let mut i = x;
+        while i > 0 && n < max {
+            let w = (i - 1) / WORD_BITS;
+            let top = ((i - 1) % WORD_BITS) as u32;
+            // Relaxed: a hint (see above).
+            let ones = (self.word(0, w).load_relaxed() << (WORD_BITS as u32 - 1 - top)).leading_ones();
+            n += ones as u64;
+            if ones <= top {
+                break;
+            }
+            i = w * WORD_BITS;
+        }
+        n.min(max)
+    }
+
     /// Atomically takes the lowest run of `k` contiguous free indices; `None` only when no
     /// run was seen free.
     #[inline(never)]

@@ -1124,4 +1124,57 @@ mod real {
             m.check_whole(&[p as *mut u8], (0, 0, 0));
         });
     }
+    /// (8) A run that crosses segments (after a 5 MiB run at the start of segment 0: the rest
+    /// of segment 0 and all of segment 1, in a heap of two) is freed while a trim of its
+    /// second segment and a `malloc` of another group (16 B, which needs a free segment) race
+    /// it. The free hands segment 1 straight back to the segment tree under the reclaim flag
+    /// (`return_whole_segment`) and its blocks in segment 0 back to their tree; the trim must
+    /// neither reclaim segment 1 a second time nor lose it; the malloc gets null only if it
+    /// found nothing before or after its sweep (the run still live then), and else the first
+    /// slice of segment 1, or of one of the run's blocks in segment 0 (a larger class of
+    /// their group, as a request takes when its own group has no room): memory the run's
+    /// owner wrote before its free.
+    #[test]
+    fn a_crossing_run_s_free_races_a_trim_and_a_malloc_of_another_group() {
+        const FIRST: u64 = 5 << 20;
+        const CROSSING: u64 = 27 << 20;
+        const SEG: u64 = 1 << 24;
+        assert_eq!(block_run_len(FIRST) + block_run_len(CROSSING), 2 * group_blocks_per_segment(RUN_GROUP));
+        // The starts of the crossing run's blocks in segment 0, and segment 1's.
+        let starts: Vec<u64> = (MEM + FIRST..=MEM + SEG).step_by(RUN_BLOCK_BYTES as usize).collect();
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(2, [vec![MEM], starts.clone()].concat());
+            set_host_thread_index(0);
+            let p = m.heap.malloc(FIRST);
+            let q = m.heap.malloc(CROSSING);
+            let q = q as u64;
+            assert_eq!((p as u64, q), (MEM, MEM + FIRST), "the runs fill the heap");
+            let s = m.heap.validate().expect("the validator");
+            assert_eq!(s.crossing_runs, 1, "{s:?}");
+            m.cells.write(p);
+            let (f, owned) = (m.clone(), starts.clone());
+            let freer = thread::spawn(move || {
+                set_host_thread_index(0);
+                for &a in &owned {
+                    f.cells.write(a as *mut u8);
+                }
+                f.heap.free(q as *mut u8);
+            });
+            let t = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(1);
+                t.heap.trim_segment(1);
+            });
+            set_host_thread_index(1);
+            let r = m.heap.malloc(16);
+            if !r.is_null() {
+                assert!(starts.contains(&(r as u64)), "not the start of a freed block: {r:?}");
+                m.cells.write(r);
+            }
+            freer.join().unwrap();
+            trimmer.join().unwrap();
+            let live: Vec<*mut u8> = [p, r].into_iter().filter(|x| !x.is_null()).collect();
+            m.check_whole(&live, (0, 0, r.is_null() as u64));
+        });
+    }
 }

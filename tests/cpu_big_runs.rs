@@ -1,0 +1,164 @@
+//! Requests above the largest slice (1 MiB) take runs of 256 KiB blocks, and those runs may
+//! cross from one segment into the next (issue 9: a run used to stay in one segment, and a
+//! request above a segment took whole segments plus the first blocks of the next, so that
+//! 20 MiB requests filled 62.5% of the heap and 9 MiB ones 56%).
+
+mod common;
+
+use std::sync::Barrier;
+
+use veballoc::kernels::arch::set_host_thread_index;
+use veballoc::kernels::class::{block_run_len, RUN_BLOCK_BYTES, RUN_GROUP};
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::counter;
+use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
+
+use common::{check, fill};
+
+const MIB: u64 = 1 << 20;
+
+fn assert_empty(h: &DeviceHeap) {
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
+    assert_eq!(s.free_segments, h.layout().num_segments as u64, "every segment back in the tree: {s:?}");
+}
+
+/// Fills a fresh heap of `segments` segments with requests of `size` until null, `threads`
+/// threads at once (each on its own multiprocessor); returns the share of the heap asked for.
+/// The heap validates at the end and is whole again after the frees.
+fn fill_share(segments: u32, size: u64, threads: u64) -> f64 {
+    let cpu = CpuHeap::new(segments, threads.next_power_of_two() as u32);
+    let h = cpu.heap();
+    let start = Barrier::new(threads as usize);
+    let got: Vec<Vec<u64>> = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..threads)
+            .map(|t| {
+                let start = &start;
+                s.spawn(move || {
+                    set_host_thread_index(t);
+                    start.wait();
+                    let mut mine = Vec::new();
+                    loop {
+                        let p = h.malloc(size);
+                        if p.is_null() {
+                            return mine;
+                        }
+                        fill(p, size, p as u64);
+                        mine.push(p as u64);
+                    }
+                })
+            })
+            .collect();
+        hs.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let ptrs: Vec<u64> = got.into_iter().flatten().collect();
+    let s = h.validate().expect("heap consistent");
+    let each = block_run_len(size) as u64 * RUN_BLOCK_BYTES;
+    assert_eq!(s.bytes_in_use, ptrs.len() as u64 * each, "size {size}: {s:?}");
+    for &p in &ptrs {
+        check(p as *mut u8, size, p);
+        h.free(p as *mut u8);
+    }
+    assert_empty(h);
+    (ptrs.len() as u64 * size) as f64 / h.capacity() as f64
+}
+
+/// Every run length packs the heap: the runs a request cannot fit in what is left of one
+/// segment go on in the next. One thread, then four at once (each format adds blocks that the
+/// others' lowest-first claims use).
+#[test]
+fn runs_of_any_length_fill_the_heap() {
+    const SEGMENTS: u32 = 32;
+    for size in [5 * MIB, 9 * MIB, 17 * MIB, 20 * MIB, 40_000_000, 100 * MIB] {
+        for threads in [1, 4] {
+            let share = fill_share(SEGMENTS, size, threads);
+            println!("size {size:>9}, {threads} threads: {:.1}% of the heap", 100.0 * share);
+            // What fits of whole requests, less a run for each thread that may be left
+            // without a free run to grow into at the end.
+            let fit =
+                (SEGMENTS as u64 * SEGMENT_BYTES / (block_run_len(size) as u64 * RUN_BLOCK_BYTES)) * size;
+            let want = (fit - (threads - 1) * size) as f64 / (SEGMENTS as u64 * SEGMENT_BYTES) as f64;
+            assert!(share >= want.min(0.9), "size {size}, {threads} threads: {share:.3} of the heap");
+        }
+    }
+}
+
+/// A run that does not fit in what is left of a segment starts there and goes on in the
+/// next one: the validator follows it, a free of a pointer into its second segment is an
+/// invalid free, a second free is counted, and its free gives every block back.
+#[test]
+fn a_run_crosses_into_the_next_segment() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let a = h.malloc(5 * MIB);
+    let b = h.malloc(20 * MIB);
+    assert!(!a.is_null() && !b.is_null());
+    assert_eq!(b as u64, a as u64 + 5 * MIB, "the run starts right after the first one");
+    assert_eq!(h.usable_size(b), 20 * MIB);
+    fill(a, 5 * MIB, 1);
+    fill(b, 20 * MIB, 2);
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.crossing_runs, s.whole_blocks[RUN_GROUP]), (25 * MIB, 1, 100), "{s:?}");
+    assert_eq!(s.segments_per_group[RUN_GROUP], 2, "{s:?}");
+    // The first block of the run in the second segment: inside the run.
+    h.free((h.mem + SEGMENT_BYTES) as *mut u8);
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
+    check(b, 20 * MIB, 2);
+    h.free(b);
+    h.free(b);
+    assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "a second free of a run is counted");
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.crossing_runs), (5 * MIB, 0), "{s:?}");
+    check(a, 5 * MIB, 1);
+    h.free(a);
+    assert_empty(h);
+}
+
+/// A freed run gives the segments it covered whole straight back to the segment tree, so
+/// that every group can use them at once (as runs of whole segments did): no pending
+/// segment waits for memory to run short. The blocks of the segments it shares with others
+/// go back to their group's tree.
+#[test]
+fn a_freed_run_returns_the_segments_it_covers() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    let small = h.malloc(16);
+    let a = h.malloc(5 * MIB);
+    let big = h.malloc(40 * MIB);
+    assert!(!small.is_null() && !a.is_null() && !big.is_null());
+    assert_eq!(big as u64, a as u64 + 5 * MIB);
+    let s = h.validate().expect("heap consistent");
+    // 16 B in segment 0; the runs in segments 1.. (5 + 40 MiB: two and a half segments).
+    assert_eq!((s.free_segments, s.segments_per_group[RUN_GROUP], s.crossing_runs), (4, 3, 1), "{s:?}");
+    h.free(big);
+    let s = h.validate().expect("heap consistent");
+    // Segment 2 (covered whole) is free at once, without a trim or a sweep; segment 1 holds
+    // `a`, and segment 3 nothing, pending until memory runs short.
+    assert_eq!((s.free_segments, s.segments_per_group[RUN_GROUP]), (5, 2), "{s:?}");
+    assert_eq!(s.bytes_in_use, 16 + 5 * MIB, "{s:?}");
+    // A run of 6 segments' worth needs segment 3 back: the claim of fresh segments takes the
+    // pending ones back when it finds no run of them, and the run starts in the free blocks
+    // after `a`.
+    let six = h.malloc(6 * SEGMENT_BYTES);
+    assert_eq!(six as u64, a as u64 + 5 * MIB, "{:#x}", six as u64 - h.mem);
+    for p in [small, a, six] {
+        h.free(p);
+    }
+    assert_empty(h);
+}
+
+/// Requests larger than the heap get null at once (no overflow, no sweep), and are counted.
+#[test]
+fn requests_above_the_heap_are_null() {
+    let cpu = CpuHeap::new(2, 1);
+    let h = cpu.heap();
+    for size in [2 * SEGMENT_BYTES + 1, 1 << 50, u64::MAX] {
+        assert!(h.malloc(size).is_null(), "{size}");
+    }
+    assert_eq!(h.counter(counter::OUT_OF_MEMORY).load_acquire(), 3);
+    let all = h.malloc(2 * SEGMENT_BYTES);
+    assert!(!all.is_null(), "the whole heap");
+    h.free(all);
+    assert_empty(h);
+}
