@@ -63,7 +63,9 @@ fn alignments_are_honoured_or_refused() {
     let base_align = 1usize << h.mem.trailing_zeros().min(24);
     for shift in 0..=24u32 {
         let align = 1usize << shift;
-        for size in [1usize, 24, align, 3 * align + 5] {
+        // 64 KiB + 1 and 1 MiB: runs of 64 KiB blocks, cut to an aligned start (at 16 MiB
+        // from runs of 257..271 blocks, which cross a segment end).
+        for size in [1usize, 24, 65537, 1 << 20, align, 3 * align + 5] {
             let layout = Layout::from_size_align(size, align).unwrap();
             match h.allocate(layout) {
                 Ok(p) => {

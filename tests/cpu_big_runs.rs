@@ -162,3 +162,104 @@ fn requests_above_the_heap_are_null() {
     h.free(all);
     assert_empty(h);
 }
+
+/// Four threads allocate and free runs of every kind at once (small slices, runs of 64 KiB
+/// and of 256 KiB blocks, 20 MiB, 5..35 MiB, and aligned runs of 128 KiB..16 MiB alignment),
+/// holding at most three allocations each, while a fifth trims the heap over and over (as the
+/// host's `trim` and the reclaim sweep do): no request may get null while less than half the
+/// heap is live, every allocation keeps its contents, and the heap is whole at the end. (A
+/// fresh run that formatted its segments into the tree and then claimed from it lost them to
+/// other claims and reclaims: nulls with 7 MiB live of 768.)
+#[test]
+fn concurrent_runs_get_no_null_with_room() {
+    use std::alloc::Layout;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+    const SEGMENTS: u32 = 48;
+    const THREADS: u64 = 4;
+    const OPS: u64 = 20_000;
+    let cpu = CpuHeap::new(SEGMENTS, THREADS as u32);
+    let h = cpu.heap();
+    let (live, worst) = (AtomicU64::new(0), AtomicU64::new(u64::MAX));
+    let (nulls, done) = (AtomicU64::new(0), AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let trimmer = s.spawn(|| {
+            set_host_thread_index(THREADS);
+            let mut rounds = 0u64;
+            while !done.load(Relaxed) {
+                h.trim();
+                rounds += 1;
+                std::thread::yield_now();
+            }
+            rounds
+        });
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (live, worst, nulls) = (&live, &worst, &nulls);
+                s.spawn(move || {
+                    set_host_thread_index(t);
+                    let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t + 1);
+                    let mut next = move || {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x
+                    };
+                    let mut held: Vec<(u64, u64)> = Vec::new();
+                    for op in 0..OPS {
+                        let r = next();
+                        if held.len() < 3 && r % 3 != 0 {
+                            let (size, align) = match (r >> 8) % 6 {
+                                0 => (16 + (r >> 16) % 64, 8),
+                                1 => (300 << 10, 8),
+                                2 => (MIB + 1 + (r >> 16) % (8 * MIB), 8),
+                                3 => (5 * MIB + (r >> 16) % (30 * MIB), 8),
+                                4 => (20 * MIB, 8),
+                                _ => (64 + (r >> 16) % (2 * MIB), 1 << (17 + (r >> 40) % 8)),
+                            };
+                            let layout = Layout::from_size_align(size as usize, align as usize).unwrap();
+                            let before = live.load(Relaxed);
+                            let p = h.malloc_layout(layout);
+                            if p.is_null() {
+                                nulls.fetch_add(1, Relaxed);
+                                worst.fetch_min(before, Relaxed);
+                                continue;
+                            }
+                            assert_eq!(p as u64 % align, 0, "size {size}, align {align}");
+                            fill(p, size, t << 32 | op);
+                            held.push((p as u64, size << 32 | op));
+                            live.fetch_add(size, Relaxed);
+                        } else if !held.is_empty() {
+                            let (p, v) = held.swap_remove((r % held.len() as u64) as usize);
+                            let (size, tag) = (v >> 32, t << 32 | (v & 0xffff_ffff));
+                            check(p as *mut u8, size, tag);
+                            live.fetch_sub(size, Relaxed);
+                            h.free(p as *mut u8);
+                        }
+                    }
+                    for (p, v) in held {
+                        check(p as *mut u8, v >> 32, t << 32 | (v & 0xffff_ffff));
+                        h.free(p as *mut u8);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        done.store(true, Relaxed);
+        println!("{} trims meanwhile", trimmer.join().unwrap());
+    });
+    let (n, w) = (nulls.load(Relaxed), worst.load(Relaxed));
+    println!(
+        "{n} nulls; least live at a null: {} MiB of {}",
+        if n > 0 { w >> 20 } else { 0 },
+        h.capacity() >> 20
+    );
+    assert!(
+        n == 0 || w >= h.capacity() / 2,
+        "{n} nulls, one with {} MiB live of {}",
+        w >> 20,
+        h.capacity() >> 20
+    );
+    assert_empty(h);
+}

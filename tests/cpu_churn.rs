@@ -271,12 +271,14 @@ fn current_blocks_of_every_class_and_shard_pin_at_most_an_eighth_of_the_heap() {
     assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
 }
 
-/// Runs of 64 KiB blocks (requests above `UNIT_RUN_MIN`) come from group 0, whose blocks fill
-/// all 256 block ids of a segment: the tree's lowest free run could start in one segment and
-/// end in the next (here blocks 252..255 of segment 0 and 0 of segment 1), one allocation
-/// over two segments' metadata (the validator then found a parked block out of its tree).
+/// Runs of 64 KiB blocks (requests above `UNIT_RUN_MIN`) come from group 0, whose tree's ids
+/// are dense: the lowest free run starts in one segment and ends in the next (here blocks
+/// 252..255 of segment 0 and 0 of segment 1). It is one allocation over two segments'
+/// metadata, which the validator follows (before runs crossed segments on purpose, such a run
+/// came out of the tree by accident and the validator found a parked block out of its tree),
+/// and its free gives each segment its blocks back.
 #[test]
-fn runs_of_64k_blocks_stay_in_one_segment() {
+fn runs_of_64k_blocks_cross_segments() {
     const UNIT: u64 = 64 << 10;
     const { assert!(4 * UNIT + 1 > UNIT_RUN_MIN, "requests of 4 units + 1 byte take runs") };
     let cpu = CpuHeap::with_checks(2, 1, false);
@@ -295,7 +297,8 @@ fn runs_of_64k_blocks_stay_in_one_segment() {
     let b = h.malloc(4 * UNIT + 1);
     assert!(!b.is_null());
     let last = (b as u64 + 5 * UNIT - 1 - h.mem) / SEGMENT_BYTES;
-    assert_eq!(seg_of(b), last, "a run of five blocks from segment {} to {last}", seg_of(b));
+    assert_eq!((seg_of(b), last), (0, 1), "a run of five blocks from segment 0 into segment 1");
+    assert_eq!(h.validate().expect("consistent").crossing_runs, 1);
     live.push(b);
     for p in live {
         h.free(p);

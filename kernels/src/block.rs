@@ -74,13 +74,15 @@ pub const fn run_block(g: usize, gid: u64, i: u32) -> (u32, u32) {
 pub struct GroupTree<'a> {
     veb: crate::veb::Veb<'a>,
     shift: u32,
+    /// `runs_cross_segments(g)`: runs are searched across segment ends.
+    cross: bool,
 }
 
 impl<'a> GroupTree<'a> {
     /// The tree of group `g` over `veb`.
     #[inline(always)]
     pub fn new(veb: crate::veb::Veb<'a>, g: usize) -> Self {
-        Self { veb, shift: tree_shift(g) }
+        Self { veb, shift: tree_shift(g), cross: runs_cross_segments(g) }
     }
 
     /// The tree's id of block `gid` (an addition, so that `gid_of(seg, blocks_per_segment)`
@@ -109,7 +111,8 @@ impl<'a> GroupTree<'a> {
         self.veb.insert_range(self.id(gid), n as u64)
     }
 
-    /// Takes the `n` blocks from `gid` (in its segment) if every one is free; else none.
+    /// Takes the `n` blocks from `gid` if every one is free; else none. They lie in `gid`'s
+    /// segment, or go on in the next ones where the ids are dense (`runs_cross_segments`).
     #[inline(always)]
     pub fn remove_range_exact(&self, gid: u64, n: u32) -> bool {
         self.veb.remove_range_exact(self.id(gid), n as u64)
@@ -145,13 +148,13 @@ impl<'a> GroupTree<'a> {
     }
 
     /// The lowest run of `k` free blocks, taken (exact search): across segments where the
-    /// ids are dense, else within one segment's ids.
+    /// ids are dense (`runs_cross_segments`), else within one segment's ids.
     #[inline(always)]
     pub fn claim_run(&self, k: u32) -> Option<u64> {
-        let id = if self.shift == BLOCK_ID_SHIFT {
-            self.veb.claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)
-        } else {
+        let id = if self.cross {
             self.veb.claim_run(k as u64)
+        } else {
+            self.veb.claim_run_within(k as u64, MAX_BLOCKS_PER_SEGMENT as u64)
         };
         id.map(|id| self.gid(id))
     }
@@ -159,7 +162,7 @@ impl<'a> GroupTree<'a> {
     /// One pass of `claim_run` through the summaries: its `None` may be transient.
     #[inline(always)]
     pub fn try_claim_run(&self, k: u32) -> Option<u64> {
-        let window = if self.shift == BLOCK_ID_SHIFT { MAX_BLOCKS_PER_SEGMENT as u64 } else { u64::MAX };
+        let window = if self.cross { u64::MAX } else { MAX_BLOCKS_PER_SEGMENT as u64 };
         self.veb.try_claim_run_within(k as u64, window).map(|id| self.gid(id))
     }
 
@@ -777,21 +780,50 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// A run of `k` free blocks of group `g` that needs fresh segments: claims the lowest
-    /// `m = ceil(k / blocks per segment)` consecutive free segments (reclaiming the pending
-    /// ones if there are none), or else the lowest `m - 1` if the group's free blocks right
-    /// before them make up the rest (the heap's last free segments after a partly used one,
-    /// say); gives back those that these free blocks make unnecessary; formats the others for
-    /// `g` with every block in the tree; then takes the lowest run of `k` from the tree. That
-    /// run may begin in the free blocks at the end of the segment before them, so that runs
-    /// of any length pack the heap (20 MiB: 97.7% of it rather than 62.5%) and concurrent
-    /// requests share what their formats added (each takes the lowest run left). `None` when
-    /// no such segments were free by an exact search that no reclaim overlapped, or when
-    /// racers took what the format added (the caller's exact search of the tree decides).
+    /// A run of `k` free blocks of group `g` that needs fresh segments. It begins with the
+    /// group's free blocks right before the fresh segments, if any (the free tail of a
+    /// partly used segment: so that runs of any length pack the heap, 20 MiB requests 97.7%
+    /// of it rather than 62.5%), and goes on in `ceil((k - those) / blocks per segment)` fresh
+    /// segments: the lowest `m = ceil(k / blocks per segment)` free ones (reclaiming the
+    /// pending segments if there are none), or else the lowest `m - 1` if the free blocks
+    /// before them make up the rest; those the free blocks make unnecessary go back. The
+    /// run's blocks never pass through the tree (its fresh segments are formatted with them
+    /// kept, the free blocks before them taken with one exact removal), so no other claim and
+    /// no reclaim can take them in between (a format into the tree followed by a claim from
+    /// it gave nulls under concurrency with most of the heap free). Fresh runs of a group are
+    /// taken one at a time (its formatter semaphore, waited for at most `FORMAT_WAIT_NS`, then
+    /// not), so that each finds the rest of the one before it: lanes of one warp that claimed
+    /// fresh segments side by side each left a hole at the end of theirs. `None` when no such
+    /// segments were free by an exact search that no reclaim overlapped.
     #[inline(never)]
     pub(crate) fn fresh_run(&self, g: usize, k: u32) -> Option<u64> {
+        let (lock, _) = self.format_lock(g);
+        let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
+        // Bounded: a holder that never leaves costs a wait, then we go on without it.
+        let locked = loop {
+            if Self::enter_format(lock, formatters(g)) {
+                break true;
+            }
+            if !wait.sleep() {
+                crate::trace::add(self.segs.meta(), crate::trace::Event::TimeoutRun, 1);
+                break false;
+            }
+        };
+        // The rest of the last holder's segments may hold the run now.
+        let got = self.try_claim_run(g, k).or_else(|| self.fresh_run_locked(g, k));
+        if locked {
+            // Release: our formats and inserts happen-before the next holder's look.
+            lock.fetch_sub_acq_rel(1);
+        }
+        got
+    }
+
+    /// `fresh_run`'s work, under the group's formatter semaphore (or after a wait for it
+    /// ran out).
+    fn fresh_run_locked(&self, g: usize, k: u32) -> Option<u64> {
         let bps = group_blocks_per_segment(g);
         let m = k.div_ceil(bps);
+        let tree = self.block_tree(g);
         let mut wait = crate::Wait::new(crate::FORMAT_WAIT_NS);
         loop {
             let snap = self.reclaim_snapshot();
@@ -804,10 +836,23 @@ impl<'a> Blocks<'a> {
                     None
                 };
                 let Some(s) = claimed.map(|s| s as u32) else { continue };
-                let before = self.block_tree(g).free_before(gid_of(s, 0), k);
+                // The free blocks right before the segments: a hint, taken exactly below.
+                let mut before = tree.free_before(gid_of(s, 0), k);
+                let head = |before: u32| {
+                    let id = s as u64 * bps as u64 - before as u64;
+                    gid_of((id / bps as u64) as u32, (id % bps as u64) as u32)
+                };
+                if before > 0 && (k - before).div_ceil(bps) <= have {
+                    if tree.remove_range_exact(head(before), before) {
+                        self.count_run_out(g, head(before), before);
+                    } else {
+                        // Another claimer took some of them.
+                        before = 0;
+                    }
+                }
                 let used = (k - before).div_ceil(bps);
                 if used > have {
-                    // Never formatted: straight back (only for `m - 1`, which needs them).
+                    // Never formatted: straight back.
                     self.segs.seg_tree().insert_range(s as u64, have as u64);
                     continue;
                 }
@@ -817,7 +862,8 @@ impl<'a> Blocks<'a> {
                 }
                 let t0 = crate::trace::now();
                 for t in 0..used {
-                    self.format_segment(s + t, g, 0);
+                    let kept = (k - before - t * bps).min(bps);
+                    self.format_segment(s + t, g, kept);
                 }
                 if crate::trace::ON {
                     crate::trace::add(
@@ -826,7 +872,7 @@ impl<'a> Blocks<'a> {
                         crate::trace::now() - t0,
                     );
                 }
-                return self.claim_run_in_tree(g, k);
+                return Some(head(before));
             }
             if self.reclaims_stayed_quiet(snap) {
                 return None;

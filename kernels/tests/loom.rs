@@ -96,7 +96,7 @@ fn claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
     });
 }
 
-/// The same race for runs (`claim_run`, which `malloc_large` and host claims use): a run
+/// The same race for runs (`claim_run`, which runs of whole blocks and host claims use): a run
 /// claim after the insert of a free pair must get it.
 #[test]
 fn run_claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
@@ -1175,6 +1175,38 @@ mod real {
             trimmer.join().unwrap();
             let live: Vec<*mut u8> = [p, r].into_iter().filter(|x| !x.is_null()).collect();
             m.check_whole(&live, (0, 0, r.is_null() as u64));
+        });
+    }
+    /// (9) Two requests that need fresh segments (20 MiB: two segments; 5 MiB: part of one)
+    /// race each other and a host trim in a heap of three segments. Their runs never pass
+    /// through the tree (`fresh_run` formats its segments with the run's blocks kept, and
+    /// takes the free blocks before them with one exact removal), and fresh runs are taken one
+    /// at a time: neither request may get null (a format into the tree followed by a claim from
+    /// it lost the blocks to the other request or to the trim), the runs are disjoint, and the
+    /// heap is whole after their frees.
+    #[test]
+    fn fresh_runs_race_each_other_and_a_trim() {
+        const BIG: u64 = 20 << 20;
+        const SMALL: u64 = 5 << 20;
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(3, vec![]);
+            let t = m.clone();
+            let trimmer = thread::spawn(move || {
+                set_host_thread_index(2);
+                t.heap.trim();
+            });
+            let o = m.clone();
+            let other = thread::spawn(move || {
+                set_host_thread_index(1);
+                o.heap.malloc(SMALL) as u64
+            });
+            set_host_thread_index(0);
+            let big = m.heap.malloc(BIG) as u64;
+            let small = other.join().unwrap();
+            trimmer.join().unwrap();
+            assert!(big != 0 && small != 0, "null from a heap with room: {big:#x} {small:#x}");
+            assert!(big + BIG <= small || small + SMALL <= big, "overlapping runs {big:#x} {small:#x}");
+            m.check_whole(&[big as *mut u8, small as *mut u8], (0, 0, 0));
         });
     }
 }
