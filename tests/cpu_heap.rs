@@ -778,3 +778,33 @@ fn an_emptied_segment_goes_back_when_memory_runs_short() {
     h.free(q);
     assert_empty(h);
 }
+
+/// Heap creation's boot formats one segment ahead for each of the groups of 16 B..256 KiB
+/// slices (`DeviceHeap::boot`): a first malloc of each such class then formats nothing, and
+/// the segments come back when memory runs short (a request for the whole heap after
+/// frees needs no host trim). Small heaps format fewer ahead.
+#[test]
+fn boot_formats_the_small_groups_ahead() {
+    use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+    assert_eq!(boot_groups(BOOT_SEGMENTS_PER_GROUP - 1), 0);
+    assert_eq!(boot_groups(2 * BOOT_SEGMENTS_PER_GROUP), 2);
+    let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    let cpu = CpuHeap::new(segments, 1);
+    let h = cpu.heap();
+    for g in 0..veballoc::kernels::block::NUM_GROUPS {
+        assert_eq!(h.boot(g), g < BOOT_GROUPS, "group {g}");
+    }
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.free_segments, (segments - BOOT_GROUPS as u32) as u64, "{s:?}");
+    let ptrs: Vec<_> = [16u64, 24, 48, 100, 200, 4096, 200_000].iter().map(|&n| h.malloc(n)).collect();
+    assert!(ptrs.iter().all(|p| !p.is_null()));
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.free_segments, (segments - BOOT_GROUPS as u32) as u64, "no format: {s:?}");
+    for p in ptrs {
+        h.free(p);
+    }
+    let all = h.malloc(segments as u64 * SEGMENT_BYTES);
+    assert!(!all.is_null(), "the whole heap, after the formatted-ahead segments came back");
+    h.free(all);
+    assert_empty(h);
+}

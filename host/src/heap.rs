@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use cust::stream::Stream;
 use cust::sys as cu;
-use veballoc_kernels::heap::{DeviceHeap, HeapLayout, DEFAULT_SHARDS};
+use veballoc_kernels::heap::{DeviceHeap, HeapLayout, BOOT_GROUPS, DEFAULT_SHARDS};
 use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
 use crate::error::{driver, Error, Result};
@@ -87,6 +87,12 @@ fn pin_shift_override() -> Option<u32> {
     std::env::var("VEBALLOC_PIN_SHIFT").ok()?.parse().ok()
 }
 
+/// Whether heap creation formats segments ahead for the small classes (`DeviceHeap::boot`):
+/// yes unless `VEBALLOC_BOOT=0` (for A/B runs of the cold path).
+fn boot_enabled() -> bool {
+    std::env::var("VEBALLOC_BOOT").map_or(true, |v| v != "0")
+}
+
 /// Free segments `trim_memory(keep_bytes)` keeps mapped, at most all of them.
 fn keep_segments(keep_bytes: u64, num_segments: u32) -> u64 {
     keep_bytes.div_ceil(SEGMENT_BYTES).min(num_segments as u64)
@@ -106,7 +112,10 @@ impl Drop for Heap {
 impl Heap {
     /// Creates a heap of `bytes` (rounded down to whole 16 MiB segments) and initializes it.
     /// Its segment 0 lies at a multiple of 16 MiB (a `cuMemAlloc` that comes back less
-    /// aligned is made a segment larger). Errors: `HeapTooSmall` under one segment,
+    /// aligned is made a segment larger). It formats a segment ahead for each group of the
+    /// classes from 16 B to 256 KiB (five, fewer below 80 segments; `DeviceHeap::boot`), so
+    /// that a kernel's first mallocs on the new heap do not wait for a format; those segments
+    /// go back as soon as memory runs short. `VEBALLOC_BOOT=0` in the environment skips it. Errors: `HeapTooSmall` under one segment,
     /// `HeapSizeUnsupported` over `HeapLayout::MAX_SEGMENTS` segments (8 TiB),
     /// `HeapTooLarge` over the GPU's free memory.
     pub fn new(gpu: &Gpu, bytes: u64) -> Result<Heap> {
@@ -171,6 +180,12 @@ impl Heap {
         unsafe {
             gpu.launch("veballoc_init", layout.init_words() as u64, MAINT_BLOCK, crate::kernel_args![arg])?
         };
+        if boot_enabled() {
+            // SAFETY: veballoc_boot takes one DeviceHeap; ordered after the init on the stream.
+            unsafe {
+                gpu.launch("veballoc_boot", BOOT_GROUPS as u64, MAINT_BLOCK, crate::kernel_args![arg])?
+            };
+        }
         gpu.sync()?;
         Ok(heap)
     }

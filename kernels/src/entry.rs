@@ -18,6 +18,15 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     }
 }
 
+/// One thread per group: heap creation's last step (see `DeviceHeap::boot`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_boot(heap: DeviceHeap) {
+    let g = arch::global_thread_x();
+    if g < crate::heap::BOOT_GROUPS as u64 {
+        heap.boot(g as usize);
+    }
+}
+
 /// What this PTX was built with: `out[0]` = 1 when it has the safety checks.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_info(out: *mut u64) {

@@ -92,6 +92,24 @@ pub const fn takes_unit_run(size: u64) -> bool {
             && unit_run_len(size) as u64 * group_block_bytes(UNIT_RUN_GROUP) <= slice_bytes(class_of(size)))
 }
 
+/// Groups that heap creation formats a segment ahead for (`DeviceHeap::boot`): those of
+/// 64 KiB .. 1 MiB blocks, the classes from 16 B to 256 KiB.
+pub const BOOT_GROUPS: usize = 5;
+/// Segments of heap per group formatted ahead: a heap of fewer than `BOOT_GROUPS` times this
+/// many formats fewer groups ahead (none under this many), so that at most 1/16 of it is.
+pub const BOOT_SEGMENTS_PER_GROUP: u32 = 16;
+
+/// How many groups (0, 1, ...) a heap of `num_segments` segments formats a segment ahead for.
+#[inline(always)]
+pub const fn boot_groups(num_segments: u32) -> usize {
+    let n = (num_segments / BOOT_SEGMENTS_PER_GROUP) as usize;
+    if n < BOOT_GROUPS {
+        n
+    } else {
+        BOOT_GROUPS
+    }
+}
+
 /// Bits of the slice count in the word a group leader shares (the class served is above).
 const GOT_BITS: u32 = 14;
 const _: () = assert!(crate::SLICES_PER_BLOCK < 1 << GOT_BITS);
@@ -836,6 +854,15 @@ impl DeviceHeap {
     /// Returns released segment `seg` (its memory mapped again) to the segment tree.
     pub fn reacquire_segment(&self, seg: u32) {
         self.segments().reacquire_segment(seg)
+    }
+
+    /// Heap creation's last step (`veballoc_boot`, one thread per group): formats one
+    /// segment ahead for group `g` (see `Blocks::preformat`) if `g < boot_groups(..)`, so that
+    /// the first mallocs of a kernel on a new heap take blocks from the tree rather than wait
+    /// for a format. What Gallatin's init does more of: it installs a block of every size for
+    /// every multiprocessor (which would put other classes' blocks inside each class's range).
+    pub fn boot(&self, g: usize) -> bool {
+        g < boot_groups(self.layout().num_segments) && self.blocks().preformat(g)
     }
 
     /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
