@@ -123,9 +123,10 @@ fn gpu_host_claims_are_ordered_with_the_heap_stream() {
     let gpu = gpu();
     let module = helpers(&gpu);
     let heap = Heap::new(&gpu, HEAP_BYTES).unwrap();
-    // A kernel allocation first: segment 0 is the device's.
+    // A kernel allocation first: segment 0 is the device's (formatted at creation for the
+    // 16-byte class's group, see `DeviceHeap::boot`).
     let ptrs = gpu.zeroed::<u64>(1).unwrap();
-    let (arg, p, n, size, no_sizes) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 64u64, 0u64);
+    let (arg, p, n, size, no_sizes) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 16u64, 0u64);
     // SAFETY: matches vb_malloc's signature (heap, ptrs, n, size, sizes).
     unsafe { gpu.launch("vb_malloc", 1, 1, veballoc::kernel_args![arg, p, n, size, no_sizes]).unwrap() };
     gpu.sync().unwrap();
@@ -160,9 +161,20 @@ fn gpu_heap_creation_is_ordered_with_the_heap_stream() {
     let heap = Heap::new(&gpu, HEAP_BYTES).unwrap();
     let s = heap.stats().unwrap();
     busy.synchronize().unwrap();
-    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
-    let s = heap.stats().unwrap();
-    assert_eq!(s.free_segments, heap.layout().num_segments as u64, "{s:?}");
+    // Every segment free but those formatted ahead for the small classes' groups, each with
+    // every block free (`DeviceHeap::boot`).
+    let n = heap.layout().num_segments;
+    let booted = veballoc::kernels::heap::boot_groups(n);
+    let mut formatted = [0u64; veballoc::kernels::block::NUM_GROUPS];
+    formatted[..booted].fill(1);
+    for s in [s, heap.stats().unwrap()] {
+        assert_eq!(
+            (s.free_segments, s.segments_per_group),
+            ((n as usize - booted) as u64, formatted),
+            "{s:?}"
+        );
+        assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
+    }
     heap.destroy().unwrap();
 }
 
