@@ -782,7 +782,7 @@ impl<'a> Blocks<'a> {
 
     /// Formats the lowest free segment for group `g` with every block in the group's tree,
     /// and marks it pending, so that a claim of fresh segments that finds none takes it back
-    /// (`claim_fresh_run`) as it would the segment of a freed run. For heap creation
+    /// (`claim_fresh_run`) as it would the segment of a freed run. For the boot of a new heap
     /// (`DeviceHeap::boot`): the first install of a class then takes blocks from the tree
     /// instead of waiting for a format (r26's trace: 8 us of a cold malloc's 16 us on an
     /// H100). False when no segment was free.

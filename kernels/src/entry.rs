@@ -18,7 +18,7 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     }
 }
 
-/// One thread per group: heap creation's last step (see `DeviceHeap::boot`).
+/// One thread per group: the boot of a new heap (see `DeviceHeap::boot`, `Heap::boot`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_boot(heap: DeviceHeap) {
     let g = arch::global_thread_x();
