@@ -229,3 +229,27 @@ mod stress {
         assert_eq!(s.free_segments, 8, "{s:?}");
     }
 }
+
+/// An install sizes its run by the slices already asked for on its slot (an empty slot's
+/// count; an exhausted run's count past its slices), not only by the slot's pace: a first take
+/// of 300 slices of 8 KiB (128 to a block), as a thread block's collective take asks, gets a
+/// run of three blocks at once (two pieces of 128 given, the rest of the third given back as
+/// `took` does past the second block), where a run of one block gave it 128 and left the rest
+/// to further installs, each waited for.
+#[test]
+fn an_install_takes_as_many_blocks_as_already_asked_for() {
+    let cpu = heap(1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let c = class_of(8192);
+    assert_eq!(slices_per_block(c), 128);
+    assert!(max_run(c) >= 3);
+    let t = h.take_slices(c, 300).expect("a heap with room");
+    assert_eq!((t.got, t.got2), (128, 128), "{t:?}");
+    assert_eq!(t.base2, t.base + (1 << 20), "the run's second block");
+    h.slots().release_slices(0, 0, c, 128);
+    h.slots().release_slices(0, 1, c, 128);
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
+}

@@ -428,7 +428,19 @@ impl<'a> Slots<'a> {
         // install, and falls back to one block when one lasts longer.
         let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_RUN_MASK) < FAST_BLOCK_NS;
         let last = (pace & PACE_RUN_MASK) as u32;
-        let want = if fast { (2 * last).clamp(1, max_run(row)) } else { 1 };
+        let paced = if fast { 2 * last } else { 1 };
+        // Or as many blocks as the slices already asked for: every take adds its count to the
+        // slot before it waits, so an empty slot's count, or an exhausted run's count past
+        // its slices, is what the takers waiting for this install want (a small launch of
+        // 8 KiB requests on a new heap installed runs of 1, 2, 4 blocks in turn, one after the
+        // other, each waited for). Relaxed: a hint for sizing the run.
+        let w = slot.load_relaxed();
+        let per_block = slices_per_block(c);
+        let queued = match slot_parts(w) {
+            (None, count) => count,
+            (Some(_), handed) => handed.saturating_sub(per_block * slot_blocks(w)),
+        };
+        let want = paced.max(queued.div_ceil(per_block)).clamp(1, max_run(row));
         let Some(batch) = self.blocks.claim_blocks(g, want) else {
             if trace::ON {
                 trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
