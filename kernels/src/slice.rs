@@ -424,6 +424,9 @@ impl<'a> Slots<'a> {
         // Relaxed: only this slot's installers write it, one at a time but for a trim race,
         // where a stale pace only sizes one run.
         let pace = self.pace(row, shard).load_relaxed();
+        // Relaxed: a hint for sizing the run (below); loaded beside the pace, so that the two
+        // loads wait together (after the pace, it made a lone install 1-2 us slower).
+        let w = slot.load_relaxed();
         // The run doubles while the slot's runs run out within FAST_BLOCK_NS of their
         // install, and falls back to one block when one lasts longer.
         let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_RUN_MASK) < FAST_BLOCK_NS;
@@ -433,8 +436,7 @@ impl<'a> Slots<'a> {
         // slot before it waits, so an empty slot's count, or an exhausted run's count past
         // its slices, is what the takers waiting for this install want (a small launch of
         // 8 KiB requests on a new heap installed runs of 1, 2, 4 blocks in turn, one after the
-        // other, each waited for). Relaxed: a hint for sizing the run.
-        let w = slot.load_relaxed();
+        // other, each waited for).
         let per_block = slices_per_block(c);
         let queued = match slot_parts(w) {
             (None, count) => count,
