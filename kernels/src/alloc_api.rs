@@ -64,9 +64,7 @@ impl DeviceHeap {
         }
         p
     }
-}
 
-impl DeviceHeap {
     /// `realloc` for `layout` (non-zero size): keeps `ptr` while its usable size holds
     /// `layout.size()` (it is aligned already when it came from `malloc_layout` or
     /// `realloc_layout` with the same alignment), else moves the contents to a

@@ -57,15 +57,38 @@ pub const fn runs_cross_segments(g: usize) -> bool {
     1 << tree_shift(g) == group_blocks_per_segment(g)
 }
 
-/// Segment and block of block `i` of a run of group `g` that starts at block `gid`: past the
-/// end of a segment, the next segment's blocks (the run crosses segments only where
-/// `runs_cross_segments(g)`).
+/// Where block `gid` of group `g` lies among the group's blocks counted from segment 0's first
+/// (segment after segment): the order of runs, which cross segments only where
+/// `runs_cross_segments(g)`; its block size times it is the block's offset from segment 0.
 #[inline(always)]
-pub const fn run_block(g: usize, gid: u64, i: u32) -> (u32, u32) {
+pub const fn block_index(g: usize, gid: u64) -> u64 {
     let (seg, local) = split_gid(gid);
+    ((seg as u64) << group_blocks_per_segment(g).trailing_zeros()) + local as u64
+}
+
+/// The block of group `g` at `index` (see `block_index`; shifts, as a segment's blocks are a
+/// power of two: no 64-bit division on the GPU).
+#[inline(always)]
+pub const fn block_at(g: usize, index: u64) -> u64 {
     let bps = group_blocks_per_segment(g);
-    let x = local + i;
-    (seg + x / bps, x % bps)
+    gid_of((index >> bps.trailing_zeros()) as u32, (index & (bps as u64 - 1)) as u32)
+}
+
+/// The parts of the run of `k` blocks of group `g` from block `gid`, one per segment it
+/// touches: (segment, first block in it, blocks there).
+#[inline(always)]
+fn segment_parts(g: usize, gid: u64, k: u32) -> impl Iterator<Item = (u32, u32, u32)> {
+    let bps = group_blocks_per_segment(g);
+    let ((mut seg, mut local), mut left) = (split_gid(gid), k);
+    core::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let n = left.min(bps - local);
+        let part = (seg, local, n);
+        (left, seg, local) = (left - n, seg + 1, 0);
+        Some(part)
+    })
 }
 
 /// A group's tree of free blocks, addressed by global block id (`gid_of`): it maps ids to the
@@ -678,13 +701,7 @@ impl<'a> Blocks<'a> {
                             got = Some(BlockBatch { seg: seg as u32, base: 0, mask: u64::MAX >> (64 - k) });
                         }
                     }
-                    if crate::trace::ON {
-                        crate::trace::add(
-                            self.segs.meta(),
-                            crate::trace::Event::FormatNs,
-                            crate::trace::now() - t0,
-                        );
-                    }
+                    crate::trace::add_since(self.segs.meta(), crate::trace::Event::FormatNs, t0);
                 }
                 if locked {
                     // Release: our inserts happen-before the next formatter's entry.
@@ -761,13 +778,7 @@ impl<'a> Blocks<'a> {
             if let Some(seg) = self.segs.seg_tree().claim_from(0) {
                 let t0 = crate::trace::now();
                 self.format_segment(seg as u32, g, kept);
-                if crate::trace::ON {
-                    crate::trace::add(
-                        self.segs.meta(),
-                        crate::trace::Event::FormatNs,
-                        crate::trace::now() - t0,
-                    );
-                }
+                crate::trace::add_since(self.segs.meta(), crate::trace::Event::FormatNs, t0);
                 return Some(seg as u32);
             }
             if self.reclaims_stayed_quiet(snap) {
@@ -852,10 +863,7 @@ impl<'a> Blocks<'a> {
                 let Some(s) = claimed.map(|s| s as u32) else { continue };
                 // The free blocks right before the segments: a hint, taken exactly below.
                 let mut before = tree.free_before(gid_of(s, 0), k);
-                let head = |before: u32| {
-                    let id = s as u64 * bps as u64 - before as u64;
-                    gid_of((id / bps as u64) as u32, (id % bps as u64) as u32)
-                };
+                let head = |before: u32| block_at(g, block_index(g, gid_of(s, 0)) - before as u64);
                 if before > 0 && (k - before).div_ceil(bps) <= have {
                     if tree.remove_range_exact(head(before), before) {
                         self.count_run_out(g, head(before), before);
@@ -879,13 +887,7 @@ impl<'a> Blocks<'a> {
                     let kept = (k - before - t * bps).min(bps);
                     self.format_segment(s + t, g, kept);
                 }
-                if crate::trace::ON {
-                    crate::trace::add(
-                        self.segs.meta(),
-                        crate::trace::Event::FormatNs,
-                        crate::trace::now() - t0,
-                    );
-                }
+                crate::trace::add_since(self.segs.meta(), crate::trace::Event::FormatNs, t0);
                 return Some(head(before));
             }
             if self.reclaims_stayed_quiet(snap) {
@@ -910,14 +912,9 @@ impl<'a> Blocks<'a> {
     /// of their segments (one add per segment the run touches).
     #[inline(always)]
     fn count_run_out(&self, g: usize, gid: u64, k: u32) {
-        let bps = group_blocks_per_segment(g);
-        let (mut seg, mut local) = split_gid(gid);
-        let mut left = k;
-        while left > 0 {
-            let n = left.min(bps - local);
+        for (seg, _, n) in segment_parts(g, gid, k) {
             // AcqRel: as in claim_from_tree.
             self.segs.seg_out(seg).fetch_add_acq_rel(n);
-            (left, seg, local) = (left - n, seg + 1, 0);
         }
     }
 
@@ -954,10 +951,7 @@ impl<'a> Blocks<'a> {
     #[inline(never)]
     pub(crate) fn release_run(&self, g: usize, gid: u64, k: u32) {
         let bps = group_blocks_per_segment(g);
-        let (mut seg, mut local) = split_gid(gid);
-        let mut left = k;
-        while left > 0 {
-            let n = left.min(bps - local);
+        for (seg, local, n) in segment_parts(g, gid, k) {
             for b in local..local + n {
                 self.block_meta(seg, b).park();
             }
@@ -971,7 +965,6 @@ impl<'a> Blocks<'a> {
                     self.pending_tree().insert(seg as u64);
                 }
             }
-            (left, seg, local) = (left - n, seg + 1, 0);
         }
     }
 
@@ -981,13 +974,9 @@ impl<'a> Blocks<'a> {
     /// the blocks before and after it go back to their tree.
     pub(crate) fn align_run(&self, g: usize, gid: u64, k: u32, a: u32) -> u64 {
         debug_assert!(runs_cross_segments(g), "a run's blocks are consecutive ids");
-        let (seg, local) = split_gid(gid);
-        let id = seg as u64 * group_blocks_per_segment(g) as u64 + local as u64;
+        let id = block_index(g, gid);
         let skip = (id.next_multiple_of(a as u64) - id) as u32;
-        let at = |i: u32| {
-            let (s, l) = run_block(g, gid, i);
-            gid_of(s, l)
-        };
+        let at = |i: u32| block_at(g, id + i as u64);
         if skip > 0 {
             self.release_run(g, gid, skip);
         }

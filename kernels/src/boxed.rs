@@ -6,8 +6,9 @@
 //! heaps and of the CPU heap (`cpu::CpuHeap`) is at a multiple of 16 MiB. On a heap less
 //! aligned than `T`, `DBox::new` and `DVec::push` give the value back (as when the heap is
 //! full) instead of misplacing it. (Asking `malloc` for the size alone gave 2 MiB-aligned
-//! types of 2 MiB a run of blocks aligned to 256 KiB.) A type aligned to more than 16 MiB (`MAX_ALIGN`) is
-//! refused at compile time. Zero-sized values take no memory, whatever their alignment.
+//! types of 2 MiB a run of blocks aligned to 256 KiB.) A type aligned to more than 16 MiB
+//! (`MAX_ALIGN`) is refused at compile time. Zero-sized values take no memory, whatever
+//! their alignment.
 //!
 //! To keep a structure past the kernel that built it (a graph's adjacency lists, say), turn
 //! the handle into its raw form (`DBox::into_raw`, `DVec::into_raw`: plain pointers and

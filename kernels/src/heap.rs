@@ -7,9 +7,9 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    group_block_bytes, group_block_shift, group_of, kind_parts, run_block, slice_bytes, slice_class,
-    slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES,
-    KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    block_at, block_index, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes,
+    slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL,
+    KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
 use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
@@ -619,8 +619,9 @@ impl DeviceHeap {
         };
         let Some(gid) = self.retry_after_reclaim(take) else { return self.null_for_run() };
         let gid = if a > 1 { self.blocks().align_run(g, gid, k, a) } else { gid };
+        let first = block_index(g, gid);
         for i in 1..k {
-            let (seg, local) = run_block(g, gid, i);
+            let (seg, local) = split_gid(block_at(g, first + i as u64));
             // Relaxed: published by the release store of the head's kind below (the validator
             // and a `free` of a pointer into the run read it after the user's own
             // synchronisation with this malloc); one fence for a run of thousands of blocks.

@@ -261,9 +261,10 @@ impl<'a> Slots<'a> {
     /// A run of `k` contiguous blocks of run group `RUN_GROUPS[i]`, taken with one atomic from
     /// the segment in the group's run row (installing a fresh segment when it is used up), or
     /// for large runs from fresh segments (`Blocks::fresh_run`: it may begin in the free
-    /// blocks before them); returns the first block (parked: the caller marks the run). `None` when no fresh segment could be had. A burst of run
-    /// requests so formats one segment per `blocks_per_segment / k` of them, by one installer
-    /// at a time per slot, instead of every requester searching the tree and formatting.
+    /// blocks before them); returns the first block (parked: the caller marks the run).
+    /// `None` when no fresh segment could be had. A burst of run requests so formats one
+    /// segment per `blocks_per_segment / k` of them, by one installer at a time per slot,
+    /// instead of every requester searching the tree and formatting.
     #[inline(never)]
     pub fn take_run(&self, i: usize, k: u32) -> Option<u64> {
         let (row, g) = (run_row(i), RUN_GROUPS[i]);
@@ -444,15 +445,11 @@ impl<'a> Slots<'a> {
         };
         let want = paced.max(queued.div_ceil(per_block)).clamp(1, max_run(row));
         let Some(batch) = self.blocks.claim_blocks(g, want) else {
-            if trace::ON {
-                trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
-            }
+            trace::add_since(self.meta(), Event::ClaimNs, t0);
             self.retire_slot(row, shard);
             return false;
         };
-        if trace::ON {
-            trace::add(self.meta(), Event::ClaimNs, trace::now() - t0);
-        }
+        trace::add_since(self.meta(), Event::ClaimNs, t0);
         // The claim's consecutive blocks from its lowest (racers may have split what it took);
         // the others go back.
         let (blocks, others) = batch.split_run();

@@ -129,6 +129,12 @@ pub fn add(meta: u64, e: Event, v: u64) {
     }
 }
 
+/// Adds the nanoseconds since `t0` (a `now()`) to event `e`.
+#[inline(always)]
+pub fn add_since(meta: u64, e: Event, t0: u64) {
+    add(meta, e, now().wrapping_sub(t0));
+}
+
 /// Records an install of `ns` nanoseconds (its sum, count and histogram bucket).
 #[inline(always)]
 pub fn install(meta: u64, ns: u64) {
