@@ -12,7 +12,7 @@ use crate::block::{
     KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
-use crate::class::{block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
+use crate::class::{block_bytes, block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -57,9 +57,9 @@ const _: () = {
 /// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
 /// Larger classes a request may take a slice of when its own class has no room left (see
-/// `DeviceHeap::take_group`): two doublings, so at most 5x the size asked, and only when the
-/// alternative is null.
-pub const FALLBACK_CLASSES: usize = 8;
+/// `DeviceHeap::take_group`): two doublings, so less than 5x the size asked, and only when
+/// the alternative is null.
+pub const FALLBACK_CLASSES: usize = 2 << crate::class::SUB_CLASS_BITS;
 /// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
 /// `UNIT_RUN_GROUP` (at most 25% over the size) instead of a slice: the classes above it
 /// have 4-6 slices per block, and a block comes back only when all of them are free, so under
@@ -78,18 +78,24 @@ const _: () =
 pub const fn unit_run_len(size: u64) -> u32 {
     size.div_ceil(group_block_bytes(UNIT_RUN_GROUP)) as u32
 }
-/// Requests above this whose class's slice is a whole number of 64 KiB blocks (128, 192 and
-/// 256 KiB: 8, 5 and 4 slices per 1 MiB block) take runs too: the same bytes as their slice.
+/// Requests above this take a run instead of a slice where the run is no larger than the
+/// slice's share of its block (`block / slices_per_block`): 128, 192 and 256 KiB (8, 5 and 4
+/// slices per 1 MiB block), and the classes whose blocks leave much at their end (176 KiB:
+/// five slices and 14% of the block left, so 205 KiB a slice; a run of 192 KiB is less).
 pub const UNIT_RUN_EXACT_MIN: u64 = 96 << 10;
 
 /// Whether `malloc` serves `size` (at most `MAX_SLICE_BYTES`) with a run of whole 64 KiB
 /// blocks rather than a slice: above `UNIT_RUN_MIN`, or above `UNIT_RUN_EXACT_MIN` where the
-/// run is no larger than the slice. Either way at most the class's rounding.
+/// run is no larger than what a slice takes of its block. Either way at most the class's
+/// rounding, or the run's (less than 64 KiB over).
 #[inline(always)]
 pub const fn takes_unit_run(size: u64) -> bool {
     size > UNIT_RUN_MIN
-        || (size > UNIT_RUN_EXACT_MIN
-            && unit_run_len(size) as u64 * group_block_bytes(UNIT_RUN_GROUP) <= slice_bytes(class_of(size)))
+        || (size > UNIT_RUN_EXACT_MIN && {
+            let c = class_of(size);
+            unit_run_len(size) as u64 * group_block_bytes(UNIT_RUN_GROUP) * slices_per_block(c) as u64
+                <= block_bytes(c)
+        })
 }
 
 /// Groups that a boot formats a segment ahead for (`DeviceHeap::boot`): those of 64 KiB ..

@@ -91,8 +91,8 @@ pub struct HeapLayout {
 /// Words of the reclaim-window counters (started, ended).
 const RECLAIM_WORDS: u64 = 2;
 
-/// Entries of `HeapLayout::row_shard_log2` (at least `SLOT_ROWS`; a multiple of 8).
-pub const ROW_TABLE: usize = 72;
+/// Entries of `HeapLayout::row_shard_log2` (`SLOT_ROWS` rounded up to a multiple of 8).
+pub const ROW_TABLE: usize = SLOT_ROWS.next_multiple_of(8);
 const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 
 /// Each row's current blocks pin at most the heap's capacity `>> PIN_SHIFT`, over

@@ -5,7 +5,9 @@ use veballoc_kernels::class::{
     align_of_request, block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes,
     group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT,
     MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
+    UNIT_RUN_GROUP,
 };
+use veballoc_kernels::heap::{takes_unit_run, UNIT_RUN_EXACT_MIN};
 use veballoc_kernels::SEGMENT_BYTES;
 
 /// The smallest class holding `size`, found by a linear search (the reference).
@@ -14,24 +16,31 @@ fn smallest_class(size: u64) -> usize {
 }
 
 #[test]
-fn class_sizes_are_increasing_16_byte_multiples() {
-    assert_eq!((NUM_CLASSES, NUM_GROUPS), (61, 7), "as docs/architecture.md says");
+fn class_sizes_are_increasing_multiples_of_8_then_16() {
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (119, 7), "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
-    let first: Vec<u64> = (0..13).map(slice_bytes).collect();
-    assert_eq!(first, [16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
+    let first: Vec<u64> = (0..25).map(slice_bytes).collect();
+    let mut want: Vec<u64> = (2..=16).map(|k| 8 * k).collect();
+    want.extend([144, 160, 176, 192, 208, 224, 240, 256, 288, 320]);
+    assert_eq!(first, want);
     for c in 1..NUM_CLASSES {
         assert!(slice_bytes(c) > slice_bytes(c - 1));
-        // Every class but 24 B is a multiple of 16 (16-byte alignment); 24 B of 8.
-        let align = if slice_bytes(c) == 24 { 8 } else { 16 };
-        assert_eq!(slice_bytes(c) % align, 0);
-        assert_eq!(align_of_request(slice_bytes(c)), align);
+        // Every class is a multiple of 16 (16-byte alignment) but the odd multiples of 8 up
+        // to 128 B, which are 8-byte aligned.
+        let s = slice_bytes(c);
+        let align = if s % 16 == 8 && s < 128 { 8 } else { 16 };
+        assert_eq!(s % align, 0);
+        assert_eq!(align_of_request(s), align, "class {s}");
+        assert_eq!(align_of_request(s - 1), align, "size {}", s - 1);
+        // A size that is a multiple of 16 is its own class, or lies in a 16-aligned one.
+        assert_eq!(slice_bytes(class_of(s.next_multiple_of(16))) % 16, 0);
     }
 }
 
 /// Every size from 1 byte to the largest class maps to the smallest class that holds it, and
-/// the waste bounds hold: within 16 bytes below 64 B, at most 25% from 64 B up. Exhaustive up
-/// to the largest class (1 MiB).
+/// the waste bounds hold: within 8 bytes up to 128 B, at most 12.5% above. Exhaustive up to
+/// the largest class (1 MiB).
 #[test]
 fn every_size_gets_the_smallest_class_and_little_waste() {
     let check = |size: u64| {
@@ -39,10 +48,12 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
         assert_eq!(c, smallest_class(size), "size {size}");
         let got = slice_bytes(c);
         assert!(got >= size, "size {size} got {got}");
-        if size < 64 {
-            assert!(got - size < 16, "size {size} got {got}: within 16 bytes");
+        if size <= 16 {
+            assert_eq!(got, 16);
+        } else if size <= 128 {
+            assert!(got - size < 8, "size {size} got {got}: within 8 bytes");
         } else {
-            assert!(got * 4 <= size * 5, "size {size} got {got}: at most 25% more");
+            assert!(got * 8 <= size * 9, "size {size} got {got}: at most 12.5% more");
         }
     };
     for size in 1..=MAX_CLASS_BYTES {
@@ -78,21 +89,48 @@ fn block_geometry() {
         assert_eq!(n as u64, b / s, "class {c}");
         assert!((4..=MAX_SLICES_PER_BLOCK).contains(&n), "class {c}: {n} slices");
         // What a block leaves past its last slice: less than a slice, at most 1/16 of the block
-        // while blocks hold 32 slices or more, at most 1/8 above.
+        // while blocks hold 32 slices or more, at most 1/8 down to six slices. Below, malloc
+        // serves the sizes with runs of 64 KiB blocks where a slice's share of its block is
+        // larger than such a run (`takes_unit_run`).
         let left = b - n as u64 * s;
         assert!(left < s);
-        assert!(left * if n >= 32 { 16 } else { 8 } <= b, "class {c}: {left} of {b} left");
+        if n >= 6 {
+            assert!(left * if n >= 32 { 16 } else { 8 } <= b, "class {c}: {left} of {b} left");
+        }
     }
-    // Every class from 160 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
+    // From 96 KiB to 256 KiB a request takes a run of 64 KiB blocks or a slice, whichever
+    // takes less (a slice takes its share of its block), and a run above. What it takes is at
+    // most a fifth more than it asked up to 96 KiB, a third above (just above 192 KiB: a run
+    // of four blocks, or a 208 KiB slice, four to a 1 MiB block).
+    use veballoc_kernels::heap::UNIT_RUN_MIN;
+    let unit = group_block_bytes(UNIT_RUN_GROUP);
+    let mut size = 4096;
+    while size <= MAX_CLASS_BYTES {
+        let c = class_of(size);
+        let run = size.div_ceil(unit) * unit;
+        let share = block_bytes(c) / slices_per_block(c) as u64;
+        let took = if takes_unit_run(size) { run } else { share };
+        if size > UNIT_RUN_MIN {
+            assert!(takes_unit_run(size));
+        } else if size > UNIT_RUN_EXACT_MIN {
+            assert_eq!(took, run.min(share), "size {size}");
+        } else {
+            assert!(!takes_unit_run(size) && took * 5 <= size * 6, "size {size}: {took}");
+        }
+        assert!(took * 3 <= size * 4, "size {size}: {took}");
+        size += 61;
+    }
+    // Every class from 144 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
     // segments any of them can use).
-    let g = group_of(class_of(160));
+    let g = group_of(class_of(144));
     assert_eq!(group_block_bytes(g), 1 << 20);
-    assert!((class_of(160)..=class_of(256 << 10)).all(|c| group_of(c) == g));
+    assert!((class_of(144)..=class_of(256 << 10)).all(|c| group_of(c) == g));
+    assert!(group_of(class_of(128)) < g);
     assert!((0..g).all(|h| group_block_bytes(h) < 1 << 20));
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which
-/// covers every offset in a block), for every class's slice size (60 * 2^24 divisions).
+/// covers every offset in a block), for every class's slice size (119 * 2^24 divisions).
 #[test]
 fn reciprocal_divisions_are_exact_for_every_offset() {
     for c in 0..NUM_CLASSES {
