@@ -346,11 +346,13 @@ impl<'a> Slots<'a> {
     }
 
     /// Takes up to `n` slices from any current run of row `row` (when no new block can be
-    /// had: without this, slices left in other shards' runs would be out of reach).
+    /// had: without this, slices left in other shards' runs would be out of reach). Looks at
+    /// the slots the row uses only (`row_shards`): a request that gets null has come here for
+    /// its class and each fallback class, one load after another.
     #[inline(never)]
     fn steal(&self, row: usize, n: u32) -> Option<Taken> {
         let per_block = slices_per_block(row_class_kind(row).0);
-        for shard in 0..self.layout().shards {
+        for shard in 0..self.layout().row_shards(row) {
             let slot = self.current(row, shard);
             // Relaxed: a hint that keeps us from bumping slots with nothing left; the add decides.
             let w = slot.load_relaxed();
@@ -632,12 +634,14 @@ impl<'a> Slots<'a> {
     }
 
     /// Calls `f(row, shard)` for every slot that holds a run. Reads a batch of slot words
-    /// before acting on any, so that the loads are in flight together (a sweep reads
-    /// `SLOT_ROWS * shards` words, most of them 0).
+    /// before acting on any, so that the loads are in flight together, and only the slots
+    /// each row uses (`row_shards`: the others are never installed), so a sweep of an 8 GiB
+    /// heap reads about 2100 words, not `SLOT_ROWS * shards` (31744; one thread reads them
+    /// while every request that found no room waits).
     #[inline(always)]
     fn for_each_busy_slot(&self, f: impl Fn(usize, u32)) {
-        let shards = self.layout().shards;
         for row in 0..SLOT_ROWS {
+            let shards = self.layout().row_shards(row);
             let mut sh = 0;
             while sh < shards {
                 let n = TRIM_BATCH.min(shards - sh);

@@ -8,6 +8,7 @@ use crate::block::{
     KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::heap::{counter, DeviceHeap};
+use crate::layout::SLOT_ROWS;
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
 use crate::slice::{packed_row, run_row, PACKED_CLASSES, RUN_GROUPS};
 
@@ -117,6 +118,9 @@ pub enum HeapError {
     BadBlockRun { seg: u32, local: u32 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
     HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
+    /// A slot past the ones its row uses (`HeapLayout::row_shards`) holds a run: sweeps and
+    /// steals, which look at the used slots only, would never reach it.
+    UnusedSlotBusy { row: usize, shard: u32 },
 }
 
 impl DeviceHeap {
@@ -130,6 +134,14 @@ impl DeviceHeap {
         for g in 0..NUM_GROUPS {
             s.stale_summary_bits +=
                 self.blocks().block_tree(g).check().map_err(|err| HeapError::Tree { tree: Some(g), err })?;
+        }
+        for row in 0..SLOT_ROWS {
+            for shard in self.layout().row_shards(row)..self.layout().shards {
+                // Acquire: quiescent heap; acquire for form's sake.
+                if self.slots().current(row, shard).load_acquire() != 0 {
+                    return Err(HeapError::UnusedSlotBusy { row, shard });
+                }
+            }
         }
         let current = self.current_blocks();
         // The run of whole blocks that goes on past the segment walked last: its group, and
@@ -199,7 +211,7 @@ impl DeviceHeap {
         move |c, gid| {
             let packed = (0..PACKED_CLASSES.len()).filter(|&i| PACKED_CLASSES[i] == c).map(packed_row);
             core::iter::once(c).chain(packed).find_map(|row| {
-                (0..self.layout().shards).find_map(|sh| {
+                (0..self.layout().row_shards(row)).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     let w = self.slots().current(row, sh).load_acquire();
                     // A block the run has passed entirely may have recycled and be another
@@ -220,7 +232,7 @@ impl DeviceHeap {
     /// current segment (claimed ahead, parked).
     fn is_reserved(&self, seg: u32, local: u32) -> bool {
         (0..RUN_GROUPS.len()).any(|i| {
-            (0..self.layout().shards).any(|sh| {
+            (0..self.layout().row_shards(run_row(i))).any(|sh| {
                 // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                 matches!(slot_parts(self.slots().current(run_row(i), sh).load_acquire()),
                     (Some(gid), handed) if split_gid(gid).0 == seg && local >= handed)

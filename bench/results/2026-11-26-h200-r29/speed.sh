@@ -1,10 +1,18 @@
 set -uo pipefail
-# r29 call B: Gallatin side by side (single, mixed, scaling; peer_gallatin built from the
+# r29 call B, after the sweep and steal fix (they read only the slots a row uses): the `gpu`
+# test binary (timed), util, churn at 70%; then Gallatin side by side (single, mixed, scaling; peer_gallatin built from the
 # carried .peers-src when .devbin/peers has none), then old (8eed155: its harness and PTX,
 # whose layout differs) and new in turn, ROUNDS rounds of single and mixed, one of scaling.
 R=/tmp/r29-speed; mkdir -p $R
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv | tee $R/device.txt
 date -u +%Y-%m-%dT%H:%M:%SZ | tee -a $R/device.txt
+export VEBALLOC_CHECKS_PTX_FILE=$PWD/.devbin/veballoc-checks.ptx
+s=$(date +%s); timeout 200 .devbin/tests/gpu --ignored --test-threads=1 --nocapture > $R/tests-gpu.txt 2>&1; echo "gpu rc=$? in $(( $(date +%s) - s )) s"
+grep -a 'test result\|FAILED\|panicked' $R/tests-gpu.txt
+timeout 100 .devbin/veballoc-bench util --allocators veballoc --out $R/util > $R/util.txt 2>&1; echo "util rc=$?"
+grep -a -o '[0-9-]* |  *[0-9]*  *[0-9]* |  *[0-9]*  *[0-9.]*% |  *[0-9.]*%.*' $R/util.txt | tr -s ' '
+timeout 60 .devbin/veballoc-bench churn --churn-rounds 20 --churn-live 0.7 --out $R/churn-0.7 > $R/churn-0.7.txt 2>&1; echo "churn 0.7 rc=$?"
+grep -a 'null' $R/churn-0.7.txt | tail -2
 [ -x .devbin/peers/bin/peer_gallatin ] || PEERS_ONLY=peer_gallatin scripts/build-peers.sh > $R/build-peers.log 2>&1
 peers=$(scripts/peers-dir.sh); echo "peers: $peers"
 for cmd in single mixed scaling; do
