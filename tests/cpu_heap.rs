@@ -270,10 +270,9 @@ fn calloc_and_realloc() {
     }
     assert!(h.calloc(u64::MAX, 2).is_null(), "overflow is null");
     // realloc: grow keeps contents, shrink keeps the pointer, null and zero act as malloc/free.
-    let p = h.realloc(std::ptr::null_mut(), 36);
-    fill(p, 36, 9);
-    assert_eq!(h.realloc(p, 40), p, "fits in its 40 B slice");
+    let p = h.realloc(std::ptr::null_mut(), 40);
     fill(p, 40, 9);
+    assert_eq!(h.realloc(p, 48), p, "fits in its 48 B slice");
     let q = h.realloc(p, 10_000);
     assert_ne!(q, p);
     check(q, 40, 9);
@@ -510,8 +509,8 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
 /// Each group takes whole segments, so a heap may have none left for a class whose group has
 /// no room while a larger group's blocks have some: the request then takes a slice of a
 /// larger class (up to `FALLBACK_CLASSES` up) rather than null. With one segment, formatted
-/// for the group of 1 MiB blocks (144 B .. 256 KiB slices), 100-byte requests (104-byte slices,
-/// blocks of 512 KiB) take 144-byte slices; without the fallback they got null.
+/// for the group of 1 MiB blocks (160 B .. 256 KiB slices), 100-byte requests (112-byte slices,
+/// blocks of 512 KiB) take 160-byte slices; without the fallback they got null.
 #[test]
 fn a_class_without_room_takes_a_larger_slice() {
     let cpu = CpuHeap::new(1, 1);
@@ -523,12 +522,12 @@ fn a_class_without_room_takes_a_larger_slice() {
     for w in ps.windows(2) {
         assert_eq!(
             w[1] as u64 - w[0] as u64,
-            144,
+            160,
             "one group, slices of the smallest larger class with room"
         );
     }
     let b = h.malloc(100);
-    assert_eq!(h.usable_size(b), 144);
+    assert_eq!(h.usable_size(b), 160);
     for p in ps.into_iter().chain([a, b]) {
         h.free(p);
     }

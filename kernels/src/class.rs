@@ -1,35 +1,38 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
-//! Class sizes: every multiple of 8 bytes from 16 B to `LINEAR_END_BYTES` (128 B), then eight
-//! per doubling (144, 160, ..., 256, 288, 320, ...) up to `MAX_CLASS_BYTES` (1 MiB), 119
-//! classes. Above 128 B, class `c` has slices of `(8 + r + 1) << (4 + d)` bytes, with
-//! `d, r = (c - LINEAR_CLASSES) / 8, % 8`. So a request of `size` bytes gets at most
-//! `size + 7` bytes up to 128 B and at most `1.125 * size` above (the next class is at most an
-//! eighth larger than the previous one, which is smaller than `size`). Eight per doubling, not
-//! four (mimalloc and jemalloc): so that a heap filled with one size holds at least 90% of it
-//! as requested bytes for most sizes (issue 9's `util`; 4097 B, just above a doubling, gets
-//! 4608, 88.9%).
+//! Class sizes: 16, 24, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, ...)
+//! up to `FINE_FROM_BYTES` (4 KiB), then eight per doubling (4608, 5120, ..., 8192, 9216, ...)
+//! up to `MAX_CLASS_BYTES` (1 MiB), 93 classes. So a request of `size` bytes gets at most
+//! `size + 15` bytes below 64 B, at most `1.25 * size` up to 4 KiB and at most `1.125 * size`
+//! above (the next class is at most a quarter, or an eighth, larger than the previous one,
+//! which is smaller than `size`). Eight per doubling above 4 KiB, where a block holds at most
+//! 256 slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
+//! requests held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
+//! (73728), and with 4097-byte ones 80% (5120) against 89% (4608). Not below 4 KiB: eight per doubling everywhere (119
+//! classes, measured on the H200, NOTES r29) made mixed sizes up to 128..4096 B 20-35% slower
+//! to allocate on a fresh heap (a warp of mixed sizes asks for more classes, and each class's
+//! first block on each multiprocessor is an install the warp waits for) for 96% instead of 89%
+//! of the heap at 100 and 200 B.
 //!
 //! Alignment: a slice of `m << e` bytes (odd `m`) lies at a multiple of `1 << e` from its
 //! block, whose address is a multiple of 64 KiB from segment 0: 16 bytes for every class but
-//! the odd multiples of 8 (24, 40, 56, 72, 88, 104, 120 B), whose slices are 8-byte aligned. A
-//! type of 17..24 bytes, 33..40 and so on needs no more (its size is a multiple of its
-//! alignment, so a 16-aligned type's size is a multiple of 16, whose class is itself);
-//! `malloc_layout` rounds the size up to 16 when 16 are needed.
+//! 24 B, whose slices are 8-byte aligned. A type of 17..24 bytes needs no more (its size is a
+//! multiple of its alignment); `malloc_layout` asks for 32 bytes when 16 are needed.
 //!
 //! Classes share segments by group: a group is a block size, and a segment formatted for
 //! group `g` is cut into blocks of `group_block_bytes(g)` (64 KiB << g), so a pointer's block is
 //! a shift. A class's block size is 4096 slices of the largest size of its doubling (16 << d
 //! for sizes in (8 << d, 16 << d]), at most 1 MiB (`BLOCK_TARGET_BYTES`), and at least four
-//! such slices: 64 KiB for 16 B, 128 KiB for 24..32 B, 256 KiB for 40..64 B, 512 KiB for
-//! 72..128 B, 1 MiB for 144 B .. 256 KiB, 2 and 4 MiB above: seven groups. Every class of a
+//! such slices: 64 KiB for 16 B, 128 KiB for 24..32 B, 256 KiB for 48..64 B, 512 KiB for
+//! 80..128 B, 1 MiB for 160 B .. 256 KiB, 2 and 4 MiB above: seven groups. Every class of a
 //! group takes blocks from the group's one tree and segments, so that a free block of 1 MiB
-//! serves any class from 144 B to 256 KiB (with one group per doubling, 17 in all, free blocks
+//! serves any class from 160 B to 256 KiB (with one group per doubling, 17 in all, free blocks
 //! of one doubling's segments could not serve another's, and a churn of mixed sizes found no
 //! room with a sixth of the heap in such blocks). Each block serves one class, recorded in its
 //! metadata when it is installed, and holds `slices_per_block(c) = floor(block / slice)`
 //! slices (what is left at the block's end is less than one slice: at most 1/16 of the block
-//! up to 32 KiB slices, 1/8 above).
+//! up to 32 KiB slices, 1/8 down to six slices a block; the sizes of the classes with fewer,
+//! above 160 KiB, take runs of 64 KiB blocks where those are smaller, see `heap::takes_unit_run`).
 //! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
 //! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
 //! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
@@ -42,18 +45,23 @@ use crate::SEGMENT_BYTES;
 
 /// log2 of the smallest slice (16 B): also the unit of the hand-out bitmap.
 pub const MIN_SLICE_SHIFT: u32 = 4;
-/// log2 of the classes per doubling above `LINEAR_END_BYTES`.
-pub const SUB_CLASS_BITS: u32 = 3;
-/// Step of the classes up to `LINEAR_END_BYTES`: every multiple of 8 bytes is a class there.
-pub const LINEAR_STEP_BYTES: u64 = 8;
-/// The last class of the linear steps: the doubling whose eighth is `LINEAR_STEP_BYTES`, so the
-/// steps above it are the doublings' eighths (16, 32, ...).
-pub const LINEAR_END_BYTES: u64 = LINEAR_STEP_BYTES << (SUB_CLASS_BITS + 1);
-/// Classes of `LINEAR_STEP_BYTES` steps: 16, 24, ..., `LINEAR_END_BYTES`.
-pub const LINEAR_CLASSES: usize =
-    ((LINEAR_END_BYTES - (1 << MIN_SLICE_SHIFT)) / LINEAR_STEP_BYTES) as usize + 1;
-/// log2 of `LINEAR_END_BYTES`, the doubling the classes above it count from.
-const LINEAR_END_SHIFT: u32 = LINEAR_END_BYTES.trailing_zeros();
+/// Classes below the four-per-doubling ones: 16, 24, 32, 48 (64 is the first of the
+/// four-per-doubling scheme, class `LINEAR_CLASSES`). 24 B makes requests of 17..24 bytes (a
+/// pair of pointers and a count, say) take 24 bytes, not 32.
+pub const LINEAR_CLASSES: usize = 4;
+/// Mantissas and exponents of the classes below 64 B: 16, 24, 32, 48 (see `mant_exp`).
+const LINEAR_SIZES: [(u32, u32); LINEAR_CLASSES] = [(1, 4), (3, 3), (1, 5), (3, 4)];
+/// log2 of the classes per doubling from 64 B to `FINE_FROM_BYTES`.
+pub const SUB_CLASS_BITS: u32 = 2;
+/// Requests above this get `1 << FINE_SUB_CLASS_BITS` classes per doubling.
+pub const FINE_FROM_BYTES: u64 = 4096;
+/// log2 of the classes per doubling above `FINE_FROM_BYTES`.
+pub const FINE_SUB_CLASS_BITS: u32 = 3;
+/// log2 of `FINE_FROM_BYTES`.
+const FINE_FROM_SHIFT: u32 = FINE_FROM_BYTES.trailing_zeros();
+/// The first class above `FINE_FROM_BYTES` (the classes up to it: 16..64 B and four per
+/// doubling from 64 B).
+pub const FINE_CLASS0: usize = LINEAR_CLASSES + ((FINE_FROM_SHIFT - 6) << SUB_CLASS_BITS) as usize + 1;
 /// Largest class (and largest slice): 1 MiB.
 pub const MAX_CLASS_BYTES: u64 = 1 << 20;
 /// Number of size classes (16 B .. `MAX_CLASS_BYTES`).
@@ -77,45 +85,59 @@ pub const BLOCK_ID_SHIFT: u32 = 8;
 pub const MAX_BLOCKS_PER_SEGMENT: u32 = 1 << BLOCK_ID_SHIFT;
 
 /// The class of a request of `size` bytes (`1 <= size <= MAX_CLASS_BYTES`): the smallest class
-/// whose slices hold it. O(1): a shift up to `LINEAR_END_BYTES`, above it the leading-zero
-/// count and the next `SUB_CLASS_BITS` bits, no loop.
+/// whose slices hold it. O(1): the leading-zero count and the next two (above 4 KiB three)
+/// bits, no loop.
 #[inline(always)]
 pub const fn class_of(size: u64) -> usize {
-    if size <= LINEAR_END_BYTES {
-        // 1..=16 -> 0, 17..=24 -> 1, ..., 121..=128 -> LINEAR_CLASSES - 1.
-        let s = if size < 1 << MIN_SLICE_SHIFT { 1 << MIN_SLICE_SHIFT } else { size };
-        ((s - 1) / LINEAR_STEP_BYTES) as usize - 1
+    if size <= 64 {
+        // 1..=16 -> 0, 17..=24 -> 1, 25..=32 -> 2, 33..=48 -> 3, 49..=64 -> 4.
+        let s = if size == 0 { 1 } else { size };
+        let q = ((s - 1) >> MIN_SLICE_SHIFT) as usize;
+        q + (q > 1 || s > 24) as usize
     } else {
-        // x = size - 1 >= LINEAR_END_BYTES lies in [(8 + r) << (l - 3), (9 + r) << (l - 3));
-        // the class above that interval's start, (9 + r) << (l - 3), is class
-        // LINEAR_CLASSES + 8 * (l - LINEAR_END_SHIFT) + r.
         let x = size - 1;
         let l = 63 - x.leading_zeros();
-        let r = ((x >> (l - SUB_CLASS_BITS)) & ((1 << SUB_CLASS_BITS) - 1)) as usize;
-        LINEAR_CLASSES + (((l - LINEAR_END_SHIFT) as usize) << SUB_CLASS_BITS) + r
+        if size <= FINE_FROM_BYTES {
+            // x >= 64 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
+            // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r + 1.
+            let r = ((x >> (l - SUB_CLASS_BITS)) & ((1 << SUB_CLASS_BITS) - 1)) as u32;
+            (4 * (l - 5) + r + 1) as usize
+        } else {
+            // x >= 4096 lies in [(8 + r) << (l - 3), (9 + r) << (l - 3)): the class above that
+            // interval's start, (9 + r) << (l - 3), is class FINE_CLASS0 + 8 * (l - 12) + r.
+            let r = ((x >> (l - FINE_SUB_CLASS_BITS)) & ((1 << FINE_SUB_CLASS_BITS) - 1)) as usize;
+            FINE_CLASS0 + (((l - FINE_FROM_SHIFT) as usize) << FINE_SUB_CLASS_BITS) + r
+        }
     }
 }
 
-/// The alignment `malloc(size)` guarantees: 8 bytes for requests whose class is an odd
-/// multiple of 8 (24, 40, ..., 120 B), 16 for every other size.
+/// The alignment `malloc(size)` guarantees: 8 bytes for requests of the 24-byte class
+/// (17..24 bytes), 16 for every other size.
 #[inline(always)]
 pub const fn align_of_request(size: u64) -> u64 {
-    if size <= LINEAR_END_BYTES && !slice_bytes(class_of(size)).is_multiple_of(16) {
-        LINEAR_STEP_BYTES
+    if size > 16 && size <= 24 {
+        8
     } else {
         16
     }
 }
 
-/// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`.
+/// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`, with `m` in
+/// 1 or 3 (classes below `LINEAR_CLASSES`), 4..=7 (up to 4 KiB) or 9..=16 (above).
 #[inline(always)]
 const fn mant_exp(c: usize) -> (u32, u32) {
     if c < LINEAR_CLASSES {
-        (c as u32 + 2, LINEAR_STEP_BYTES.trailing_zeros())
-    } else {
+        LINEAR_SIZES[c]
+    } else if c < FINE_CLASS0 {
         let k = (c - LINEAR_CLASSES) as u32;
-        let r = k & ((1 << SUB_CLASS_BITS) - 1);
-        ((1 << SUB_CLASS_BITS) + r + 1, LINEAR_END_SHIFT - SUB_CLASS_BITS + (k >> SUB_CLASS_BITS))
+        (4 + (k & 3), MIN_SLICE_SHIFT + (k >> SUB_CLASS_BITS))
+    } else {
+        let k = (c - FINE_CLASS0) as u32;
+        let r = k & ((1 << FINE_SUB_CLASS_BITS) - 1);
+        (
+            (1 << FINE_SUB_CLASS_BITS) + r + 1,
+            FINE_FROM_SHIFT - FINE_SUB_CLASS_BITS + (k >> FINE_SUB_CLASS_BITS),
+        )
     }
 }
 
@@ -265,12 +287,12 @@ pub const fn blocks_per_segment(c: usize) -> u32 {
     group_blocks_per_segment(group_of(c))
 }
 
-/// Largest odd part of a class size: `1 << (SUB_CLASS_BITS + 1)` - 1 (15).
-const MAX_ODD: u64 = (1 << (SUB_CLASS_BITS + 1)) - 1;
+/// Largest odd part of a class size: `1 << (FINE_SUB_CLASS_BITS + 1)` - 1 (15).
+const MAX_ODD: u64 = (1 << (FINE_SUB_CLASS_BITS + 1)) - 1;
 
 /// Largest dividend a [`Divisor`] divides exactly: `(x >> shift) * (t <= MAX_ODD) < 2^32` (see
 /// `Divisor::div`). Offsets in a segment (< 2^24) are well below it.
-pub const DIVIDEND_LIMIT: u64 = 1 << (32 - (SUB_CLASS_BITS + 1));
+pub const DIVIDEND_LIMIT: u64 = 1 << (32 - (FINE_SUB_CLASS_BITS + 1));
 const _: () = assert!(MAX_ODD * DIVIDEND_LIMIT <= 1 << 32);
 
 /// Division by `odd << shift` (odd up to `MAX_ODD`) without a divide instruction: a shift,
@@ -345,7 +367,7 @@ const fn check_table() {
         let (m, e) = mant_exp(c);
         let d = Divisor::new(m, e);
         assert!(slice_divisor(c).shift == d.shift && slice_divisor(c).magic == d.magic);
-        assert!(s.is_multiple_of(16) || (s.is_multiple_of(LINEAR_STEP_BYTES) && s < LINEAR_END_BYTES));
+        assert!(s.is_multiple_of(16) || s == 24, "slices are 16-byte multiples, or 24 B");
         assert!(class_of(s) == c, "a class's own size maps to it");
         assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
         assert!(slice_divisor(c).value() == s);

@@ -57,9 +57,10 @@ const _: () = {
 /// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
 /// Larger classes a request may take a slice of when its own class has no room left (see
-/// `DeviceHeap::take_group`): two doublings, so less than 5x the size asked, and only when
-/// the alternative is null.
-pub const FALLBACK_CLASSES: usize = 2 << crate::class::SUB_CLASS_BITS;
+/// `DeviceHeap::take_group`): two doublings up to 4 KiB, one above, so less than 5x the size
+/// asked, and only when the alternative is null. Each costs a failing request a take (and its
+/// steal) when the heap is full.
+pub const FALLBACK_CLASSES: usize = 8;
 /// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
 /// `UNIT_RUN_GROUP` (at most 25% over the size) instead of a slice: the classes above it
 /// have 4-6 slices per block, and a block comes back only when all of them are free, so under

@@ -16,31 +16,26 @@ fn smallest_class(size: u64) -> usize {
 }
 
 #[test]
-fn class_sizes_are_increasing_multiples_of_8_then_16() {
-    assert_eq!((NUM_CLASSES, NUM_GROUPS), (119, 7), "as docs/architecture.md says");
+fn class_sizes_are_increasing_16_byte_multiples() {
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (93, 7), "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
-    let first: Vec<u64> = (0..25).map(slice_bytes).collect();
-    let mut want: Vec<u64> = (2..=16).map(|k| 8 * k).collect();
-    want.extend([144, 160, 176, 192, 208, 224, 240, 256, 288, 320]);
-    assert_eq!(first, want);
+    let first: Vec<u64> = (0..13).map(slice_bytes).collect();
+    assert_eq!(first, [16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
+    let fine: Vec<u64> = (class_of(4096)..class_of(4096) + 10).map(slice_bytes).collect();
+    assert_eq!(fine, [4096, 4608, 5120, 5632, 6144, 6656, 7168, 7680, 8192, 9216]);
     for c in 1..NUM_CLASSES {
         assert!(slice_bytes(c) > slice_bytes(c - 1));
-        // Every class is a multiple of 16 (16-byte alignment) but the odd multiples of 8 up
-        // to 128 B, which are 8-byte aligned.
-        let s = slice_bytes(c);
-        let align = if s % 16 == 8 && s < 128 { 8 } else { 16 };
-        assert_eq!(s % align, 0);
-        assert_eq!(align_of_request(s), align, "class {s}");
-        assert_eq!(align_of_request(s - 1), align, "size {}", s - 1);
-        // A size that is a multiple of 16 is its own class, or lies in a 16-aligned one.
-        assert_eq!(slice_bytes(class_of(s.next_multiple_of(16))) % 16, 0);
+        // Every class but 24 B is a multiple of 16 (16-byte alignment); 24 B of 8.
+        let align = if slice_bytes(c) == 24 { 8 } else { 16 };
+        assert_eq!(slice_bytes(c) % align, 0);
+        assert_eq!(align_of_request(slice_bytes(c)), align);
     }
 }
 
 /// Every size from 1 byte to the largest class maps to the smallest class that holds it, and
-/// the waste bounds hold: within 8 bytes up to 128 B, at most 12.5% above. Exhaustive up to
-/// the largest class (1 MiB).
+/// the waste bounds hold: within 16 bytes below 64 B, at most 25% up to 4 KiB, at most 12.5%
+/// above. Exhaustive up to the largest class (1 MiB).
 #[test]
 fn every_size_gets_the_smallest_class_and_little_waste() {
     let check = |size: u64| {
@@ -48,10 +43,10 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
         assert_eq!(c, smallest_class(size), "size {size}");
         let got = slice_bytes(c);
         assert!(got >= size, "size {size} got {got}");
-        if size <= 16 {
-            assert_eq!(got, 16);
-        } else if size <= 128 {
-            assert!(got - size < 8, "size {size} got {got}: within 8 bytes");
+        if size < 64 {
+            assert!(got - size < 16, "size {size} got {got}: within 16 bytes");
+        } else if size <= 4096 {
+            assert!(got * 4 <= size * 5, "size {size} got {got}: at most 25% more");
         } else {
             assert!(got * 8 <= size * 9, "size {size} got {got}: at most 12.5% more");
         }
@@ -120,17 +115,17 @@ fn block_geometry() {
         assert!(took * 3 <= size * 4, "size {size}: {took}");
         size += 61;
     }
-    // Every class from 144 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
+    // Every class from 160 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
     // segments any of them can use).
-    let g = group_of(class_of(144));
+    let g = group_of(class_of(160));
     assert_eq!(group_block_bytes(g), 1 << 20);
-    assert!((class_of(144)..=class_of(256 << 10)).all(|c| group_of(c) == g));
+    assert!((class_of(160)..=class_of(256 << 10)).all(|c| group_of(c) == g));
     assert!(group_of(class_of(128)) < g);
     assert!((0..g).all(|h| group_block_bytes(h) < 1 << 20));
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which
-/// covers every offset in a block), for every class's slice size (119 * 2^24 divisions).
+/// covers every offset in a block), for every class's slice size (93 * 2^24 divisions).
 #[test]
 fn reciprocal_divisions_are_exact_for_every_offset() {
     for c in 0..NUM_CLASSES {
