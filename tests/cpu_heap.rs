@@ -508,7 +508,7 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
 
 /// Each group takes whole segments, so a heap may have none left for a class whose group has
 /// no room while a larger group's blocks have some: the request then takes a slice of a
-/// larger class (up to `FALLBACK_CLASSES` up) rather than null. With one segment, formatted
+/// larger class (up to `fallback_last`) rather than null. With one segment, formatted
 /// for the group of 1 MiB blocks (160 B .. 256 KiB slices), 100-byte requests (112-byte slices,
 /// blocks of 512 KiB) take 160-byte slices; without the fallback they got null.
 #[test]
@@ -530,6 +530,36 @@ fn a_class_without_room_takes_a_larger_slice() {
     assert_eq!(h.usable_size(b), 160);
     for p in ps.into_iter().chain([a, b]) {
         h.free(p);
+    }
+    assert_empty(h);
+}
+
+/// The fallback spans two doublings above 4 KiB too, where classes are eight per doubling: in
+/// a one-segment heap whose 1 MiB blocks are all out (fifteen full of 4 KiB slices, one the
+/// current block of 18 KiB slices), a 5000-byte request (5120-byte class) takes an 18 KiB
+/// slice. With a fallback of eight classes (one doubling there, up to 10 KiB) it got null.
+#[test]
+fn a_fine_class_without_room_falls_back_two_doublings() {
+    let cpu = CpuHeap::new(1, 1);
+    let h = cpu.heap();
+    let first = h.malloc(18_000);
+    assert_eq!(h.usable_size(first), 18 << 10);
+    let mut fill = Vec::new();
+    loop {
+        let p = h.malloc(4096);
+        if p.is_null() {
+            break;
+        }
+        fill.push(p);
+        assert!(fill.len() <= 16 * 256, "more 4 KiB slices than the segment holds");
+    }
+    assert_eq!(fill.len(), 15 * 256, "the other fifteen blocks, full");
+    let p = h.malloc(5000);
+    assert!(!p.is_null(), "a slice of a class within two doublings has room");
+    assert_eq!(h.usable_size(p), 18 << 10);
+    h.validate().expect("heap consistent");
+    for q in fill.into_iter().chain([first, p]) {
+        h.free(q);
     }
     assert_empty(h);
 }

@@ -65,6 +65,22 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
     check(MAX_CLASS_BYTES);
 }
 
+/// A request without room in its class may take a slice up to four times its class's (two
+/// doublings: 8 classes up to 4 KiB, 16 above), never more, and never past the largest class.
+#[test]
+fn fallback_spans_two_doublings() {
+    use veballoc_kernels::heap::fallback_last;
+    for c in 0..NUM_CLASSES {
+        let last = fallback_last(c);
+        assert_eq!(slice_bytes(last), (4 * slice_bytes(c)).min(MAX_CLASS_BYTES), "class {c}");
+        if slice_bytes(c) >= 64 && 4 * slice_bytes(c) <= 4096 {
+            assert_eq!(last - c, 8);
+        } else if slice_bytes(c) > 4096 && 4 * slice_bytes(c) <= MAX_CLASS_BYTES {
+            assert_eq!(last - c, 16);
+        }
+    }
+}
+
 #[test]
 fn block_geometry() {
     for g in 0..NUM_GROUPS {
