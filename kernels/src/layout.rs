@@ -102,14 +102,14 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 /// `LARGE_ROW_SHARE_SHIFT`), 32 for 512 KiB, 64 for 256 KiB.
 pub const PIN_SHIFT: u32 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
-/// `PIN_SHARES` (`SLOT_ROWS` is 66) may take a little more than the budget in all: all current
-/// blocks together pin at most `SLOT_ROWS / PIN_SHARES` of it (13% of the heap), and less
-/// with `LARGE_ROW_SHARE_SHIFT`.
+/// `PIN_SHARES` (`SLOT_ROWS` is 98) may take more than the budget in all: all current blocks
+/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (19% of the heap, with every row in
+/// use), and less with `LARGE_ROW_SHARE_SHIFT`.
 pub const PIN_SHARES: u64 = 64;
-/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 36 classes from 160 B to
+/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 84 classes from 160 B to
 /// 1 MiB, get half a share: their slots take runs of up to 16 blocks per install (see
-/// `slice::max_run`), so eight slots keep their bursts fast, and with 36 such rows what they
-/// pin is what fills a heap under mixed sizes. A/B on the H100, 8 GiB, 2^20 threads, 8 slots
+/// `slice::max_run`), so eight slots keep their bursts fast, and with that many rows what they
+/// pin is what fills a heap under mixed sizes (36 rows when the A/B below ran). A/B on the H100, 8 GiB, 2^20 threads, 8 slots
 /// against 16: 4 KiB alloc 0.95 ms against 1.15, 2 KiB 0.61 against 0.70; churn at 65% of
 /// the heap live no null in 20 rounds against 292 nulls; at 70%, 4184 nulls against 10675.
 /// (Half a share for every row costs the small classes: 64 B alloc 0.25 ms against 0.15.)
