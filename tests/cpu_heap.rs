@@ -528,7 +528,12 @@ fn a_class_without_room_takes_a_larger_slice() {
     }
     let b = h.malloc(100);
     assert_eq!(h.usable_size(b), 160);
-    for p in ps.into_iter().chain([a, b]) {
+    // 24 and 32 B (blocks of 128 KiB) reach the 1 MiB group too: their fallback is at least
+    // eight classes up, though four times their slice is below 160 B.
+    let small: Vec<_> = [24u64, 32].iter().map(|&n| h.malloc(n)).collect();
+    assert!(small.iter().all(|p| !p.is_null()), "{small:?}");
+    assert!(small.iter().all(|&p| h.usable_size(p) >= 160));
+    for p in ps.into_iter().chain([a, b]).chain(small) {
         h.free(p);
     }
     assert_empty(h);

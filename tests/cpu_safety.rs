@@ -384,7 +384,8 @@ fn threads_packing_and_freeing_each_others_objects() {
 fn slices_of_24_bytes_from_odd_offsets_are_marked_and_freed() {
     // The one 8-byte-aligned class (an odd multiple of 8): its slices start off the 16-byte
     // units. (The loop is for any such class a change of the table adds.)
-    let odd_eights = (0..NUM_CLASSES).map(slice_bytes).filter(|s| s % 16 == 8);
+    let odd_eights: Vec<u64> = (0..NUM_CLASSES).map(slice_bytes).filter(|s| s % 16 == 8).collect();
+    assert_eq!(odd_eights, [24]);
     for size in odd_eights {
         let cpu = CpuHeap::new(2, 1);
         let h = cpu.heap();

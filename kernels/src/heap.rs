@@ -58,20 +58,31 @@ const _: () = {
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
 /// `DeviceHeap::take_group`): up to `FALLBACK_FACTOR` times its class's slice, two doublings
-/// (8 classes up to 4 KiB, 16 above), and only when the alternative is null. One doubling
-/// above 4 KiB (8 classes there) gave 38x the nulls in the GPU test that churns a 90%-full
-/// heap of sizes up to 64 KiB (4.57 M against 0.12 M at 8eed155, H200).
+/// (8 classes up to 4 KiB, 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below
+/// 64 B four times the slice is fewer: 24 and 32 B must reach the 160 B class of the 1 MiB
+/// group), only when the alternative is null. One doubling above 4 KiB (8 classes there) gave
+/// 38x the nulls in the GPU test that churns a 90%-full heap of sizes up to 64 KiB (4.57 M
+/// against 0.12 M at 8eed155, H200).
 pub const FALLBACK_FACTOR: u64 = 4;
+/// The fewest classes up a fallback reaches (see `FALLBACK_FACTOR`).
+pub const FALLBACK_MIN_CLASSES: usize = 8;
 
 /// The largest class a request of class `c` may fall back to (see `FALLBACK_FACTOR`).
 #[inline(always)]
 pub const fn fallback_last(c: usize) -> usize {
     let top = slice_bytes(c) * FALLBACK_FACTOR;
-    class_of(if top < MAX_SLICE_BYTES { top } else { MAX_SLICE_BYTES })
+    let by_size = class_of(if top < MAX_SLICE_BYTES { top } else { MAX_SLICE_BYTES });
+    let max = class_of(MAX_SLICE_BYTES);
+    let by_count = if c + FALLBACK_MIN_CLASSES < max { c + FALLBACK_MIN_CLASSES } else { max };
+    if by_size > by_count {
+        by_size
+    } else {
+        by_count
+    }
 }
 /// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
 /// `UNIT_RUN_GROUP` (at most 25% over the size) instead of a slice: the classes above it
-/// have 4-6 slices per block, and a block comes back only when all of them are free, so under
+/// have 4-7 slices per block, and a block comes back only when all of them are free, so under
 /// churn about half of their blocks' bytes were dead (issue 9).
 pub const UNIT_RUN_MIN: u64 = 256 << 10;
 /// Index in `RUN_GROUPS` of the runs of 64 KiB blocks (`UNIT_RUN_GROUP`), for `UNIT_RUN_MIN..`
@@ -88,9 +99,9 @@ pub const fn unit_run_len(size: u64) -> u32 {
     size.div_ceil(group_block_bytes(UNIT_RUN_GROUP)) as u32
 }
 /// Requests above this take a run instead of a slice where the run is no larger than the
-/// slice's share of its block (`block / slices_per_block`): 128, 192 and 256 KiB (8, 5 and 4
-/// slices per 1 MiB block), and the classes whose blocks leave much at their end (176 KiB:
-/// five slices and 14% of the block left, so 205 KiB a slice; a run of 192 KiB is less).
+/// slice's share of its block (`block / slices_per_block`): 128, 192 and 208..256 KiB (8, 5
+/// and 4 slices per 1 MiB block), and 176 KiB, whose blocks leave much at their end (five
+/// slices and 14% of the block left, so 205 KiB a slice; a run of 192 KiB is less).
 pub const UNIT_RUN_EXACT_MIN: u64 = 96 << 10;
 
 /// Whether `malloc` serves `size` (at most `MAX_SLICE_BYTES`) with a run of whole 64 KiB

@@ -636,7 +636,7 @@ impl<'a> Slots<'a> {
     /// Calls `f(row, shard)` for every slot that holds a run. Reads a batch of slot words
     /// before acting on any, so that the loads are in flight together, and only the slots
     /// each row uses (`row_shards`: the others are never installed), so a sweep of an 8 GiB
-    /// heap reads about 2100 words, not `SLOT_ROWS * shards` (31744; one thread reads them
+    /// heap reads about 1700 words, not `SLOT_ROWS * shards` (25088; one thread reads them
     /// while every request that found no room waits).
     #[inline(always)]
     fn for_each_busy_slot(&self, f: impl Fn(usize, u32)) {
