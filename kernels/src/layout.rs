@@ -4,8 +4,8 @@
 //! offsets from it, and it names none of them.
 
 use crate::class::{
-    group_block_bytes, group_of, BLOCK_TARGET_BYTES, MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES,
-    NUM_GROUPS, PACKED_CLASSES, RUN_GROUPS,
+    group_block_bytes, group_of, BLOCK_TARGET_BYTES, FINE_CLASS0, MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT,
+    NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES, RUN_GROUPS,
 };
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -114,6 +114,14 @@ pub const PIN_SHARES: u64 = 64;
 /// the heap live no null in 20 rounds against 292 nulls; at 70%, 4184 nulls against 10675.
 /// (Half a share for every row costs the small classes: 64 B alloc 0.25 ms against 0.15.)
 pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
+/// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four)
+/// get half of that again: so that all of them together pin what the rows of four classes per
+/// doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES r29): the GPU test that churns a
+/// 90%-full 4 GiB heap of sizes up to 64 KiB got 0.10 M nulls in 12 s against 0.77 M in 75 s
+/// (four classes per doubling: 0.12 M, 46 s), churn at 70% 259 nulls against 1139; but bursts
+/// of one size above 4 KiB take longer (8192 B at 2^18 threads 0.48 ms against 0.34, 40000 B
+/// at 2^16 6.5 ms against 3.8; 8192 B at 4096 threads 0.049 against 0.060).
+pub const FINE_ROW_SHARE_SHIFT: u32 = 1;
 
 /// Bytes of what a current slot of row `row` holds: a block of the row's class (a class, or a
 /// packed row's class), or for a run row a whole segment.
@@ -135,7 +143,8 @@ pub const fn row_shard_log2(num_segments: u32, shards: u32, row: usize, pin_shif
     let capacity = (num_segments as u64) << SEGMENT_SHIFT;
     let block = row_block_bytes(row);
     let large = if block >= BLOCK_TARGET_BYTES { LARGE_ROW_SHARE_SHIFT } else { 0 };
-    let share = ((capacity >> pin_shift) / PIN_SHARES) >> large;
+    let fine = if row >= FINE_CLASS0 && row < NUM_CLASSES { FINE_ROW_SHARE_SHIFT } else { 0 };
+    let share = ((capacity >> pin_shift) / PIN_SHARES) >> (large + fine);
     let fit = share / block;
     let max = shards.trailing_zeros();
     if fit <= 1 {
