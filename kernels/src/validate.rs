@@ -357,3 +357,33 @@ struct RunLeft {
     group: usize,
     tails: u32,
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuHeap;
+
+    /// Sweeps, trims and steals look at a row's first `row_shards` slots only, so a run in a
+    /// slot past them would never be reclaimed: the validator reports one.
+    #[test]
+    fn a_busy_slot_past_its_rows_shards_is_an_error() {
+        // 4 segments, 8 slots a row: rows of 1 MiB blocks use one slot (their share of the
+        // pin budget is far below a block).
+        let cpu = CpuHeap::new(4, 8);
+        let h = cpu.heap();
+        let layout = *h.layout();
+        let row =
+            (0..SLOT_ROWS).find(|&r| layout.row_shards(r) < layout.shards).expect("a row with fewer slots");
+        let shard = layout.row_shards(row);
+        h.validate().expect("a new heap is consistent");
+        // Relaxed: one thread, no kernel running.
+        h.slots().current(row, shard).store_relaxed(1 << 32);
+        match h.validate() {
+            Err(HeapError::UnusedSlotBusy { row: r, shard: s }) => assert_eq!((r, s), (row, shard)),
+            other => panic!("expected UnusedSlotBusy for row {row} slot {shard}, got {other:?}"),
+        }
+        // Relaxed: as above.
+        h.slots().current(row, shard).store_relaxed(0);
+        h.validate().expect("consistent again");
+    }
+}
