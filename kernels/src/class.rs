@@ -8,11 +8,11 @@
 //! which is smaller than `size`). Eight per doubling above 4 KiB, where a block holds at most
 //! 256 slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
 //! requests held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
-//! (73728), and with 4097-byte ones 80% (5120) against 89% (4608). Not below 4 KiB: eight per doubling everywhere (119
-//! classes, measured on the H200, NOTES r29) made mixed sizes up to 128..4096 B 20-35% slower
-//! to allocate on a fresh heap (a warp of mixed sizes asks for more classes, and each class's
-//! first block on each multiprocessor is an install the warp waits for) for 96% instead of 89%
-//! of the heap at 100 and 200 B.
+//! (73728), and with 4097-byte ones 80% (5120) against 89% (4608). Not below 4 KiB: eight per
+//! doubling everywhere (119 classes, measured on the H200, NOTES r29) made mixed sizes up to
+//! 128..4096 B 20-35% slower to allocate on a fresh heap (a warp of mixed sizes asks for more
+//! classes, and each class's first block on each multiprocessor is an install the warp waits
+//! for) for 96% instead of 89% of the heap at 100 and 200 B.
 //!
 //! Alignment: a slice of `m << e` bytes (odd `m`) lies at a multiple of `1 << e` from its
 //! block, whose address is a multiple of 64 KiB from segment 0: 16 bytes for every class but
@@ -32,10 +32,11 @@
 //! metadata when it is installed, and holds `slices_per_block(c) = floor(block / slice)`
 //! slices (what is left at the block's end is less than one slice: at most 1/16 of the block
 //! up to 32 KiB slices, 1/8 down to six slices a block; the sizes of the classes with fewer,
-//! above 160 KiB, take runs of 64 KiB blocks where those are smaller, see `heap::takes_unit_run`).
-//! Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the warp-coalesced path). Larger
-//! requests up to a segment take a run of `block_run_len(size)` contiguous 256 KiB blocks of
-//! `RUN_GROUP` in one segment (less than 256 KiB over: at most 25% above 1 MiB).
+//! above 160 KiB, take runs of 64 KiB blocks where those are smaller, see
+//! `heap::takes_unit_run`). Classes up to `MAX_SLICE_BYTES` (1 MiB) serve slices (the
+//! warp-coalesced path). Larger requests, up to the whole heap, take a run of
+//! `block_run_len(size)` contiguous 256 KiB blocks of `RUN_GROUP`, which may cross segments
+//! (less than 256 KiB over: at most 25% above 1 MiB).
 //!
 //! Every size here is `m << e` with an odd `m` below 16, so dividing by one is a shift and a
 //! multiplication by a reciprocal of `m` ([`Divisor`], from the class table): `free` divides
@@ -324,8 +325,8 @@ impl Divisor {
     /// `floor(y / odd) = floor(x / divisor)`; `magic = (2^32 + t) / odd` with `0 <= t < odd`, so
     /// `y * magic / 2^32 = y / odd + y * t / (odd * 2^32)`; writing `y = q * odd + rho`
     /// (`rho <= odd - 1`), that is `q + (rho + y * t / 2^32) / odd`, whose floor is `q` while
-    /// `y * t < 2^32`: true for `y < DIVIDEND_LIMIT`, `t < odd <= MAX_ODD`. (The tests check every offset in a
-    /// segment for every class.)
+    /// `y * t < 2^32`: true for `y < DIVIDEND_LIMIT`, `t < odd <= MAX_ODD`. (The tests check
+    /// every offset in a segment for every class.)
     #[inline(always)]
     pub const fn div(self, x: u64) -> u64 {
         ((x >> self.shift) * self.magic) >> 32
@@ -346,7 +347,7 @@ pub const UNIT_RUN_GROUP: usize = 0;
 /// taken from it with one atomic, as slices are taken from a block.
 pub const RUN_GROUPS: [usize; 2] = [UNIT_RUN_GROUP, RUN_GROUP];
 
-/// Blocks of `RUN_GROUP` in a run for `size` bytes (`MAX_SLICE_BYTES < size <= SEGMENT_BYTES`).
+/// Blocks of `RUN_GROUP` in a run for `size` bytes (`MAX_SLICE_BYTES < size`, up to the heap).
 #[inline(always)]
 pub const fn block_run_len(size: u64) -> u32 {
     ((size + RUN_BLOCK_BYTES - 1) >> RUN_BLOCK_BYTES.trailing_zeros()) as u32
