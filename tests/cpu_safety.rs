@@ -6,7 +6,6 @@
 //! count as ignored, and fail if forced to run there).
 
 use proptest::prelude::*;
-use veballoc::kernels::block::{slice_bytes, NUM_CLASSES};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::{counter, PACKED_UNIT};
 use veballoc::kernels::{DeviceHeap, Stats, CHECKS, SEGMENT_BYTES};
@@ -382,26 +381,19 @@ fn threads_packing_and_freeing_each_others_objects() {
     ignore = "needs the safety checks (cargo test --features checks)"
 )]
 fn slices_of_24_bytes_from_odd_offsets_are_marked_and_freed() {
-    // The one 8-byte-aligned class (an odd multiple of 8): its slices start off the 16-byte
-    // units. (The loop is for any such class a change of the table adds.)
-    let odd_eights: Vec<u64> = (0..NUM_CLASSES).map(slice_bytes).filter(|s| s % 16 == 8).collect();
-    assert_eq!(odd_eights, [24]);
-    for size in odd_eights {
-        let cpu = CpuHeap::new(2, 1);
-        let h = cpu.heap();
-        assert!(h.checking(), "this build has no safety checks (veballoc_kernels::CHECKS)");
-        assert_eq!(size % 16, 8);
-        let mut live = cpu.warp_malloc(&[size]);
-        for n in [3, 32, 7, 32] {
-            live.extend(cpu.warp_malloc(&vec![size - 4; n]));
-        }
-        assert!(live.iter().all(|p| !p.is_null()));
-        let s = stats(h);
-        assert_eq!(s.bytes_in_use, live.len() as u64 * size, "{size} B: {s:?}");
-        for p in live {
-            h.free(p);
-        }
-        assert_eq!(bad_frees(h), 0, "{size} B: frees of handed-out slices counted as bad");
-        assert_empty(h);
+    let cpu = CpuHeap::new(2, 1);
+    let h = cpu.heap();
+    assert!(h.checking(), "this build has no safety checks (veballoc_kernels::CHECKS)");
+    let mut live = cpu.warp_malloc(&[24]);
+    for n in [3, 32, 7, 32] {
+        live.extend(cpu.warp_malloc(&vec![20; n]));
     }
+    assert!(live.iter().all(|p| !p.is_null()));
+    let s = stats(h);
+    assert_eq!(s.bytes_in_use, live.len() as u64 * 24, "{s:?}");
+    for p in live {
+        h.free(p);
+    }
+    assert_eq!(bad_frees(h), 0, "frees of handed-out slices counted as bad");
+    assert_empty(h);
 }

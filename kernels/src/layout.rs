@@ -109,9 +109,10 @@ pub const PIN_SHARES: u64 = 64;
 /// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 84 classes from 160 B to
 /// 1 MiB, get half a share: their slots take runs of up to 16 blocks per install (see
 /// `slice::max_run`), so eight slots keep their bursts fast, and with that many rows what they
-/// pin is what fills a heap under mixed sizes (36 rows when the A/B below ran). A/B on the H100, 8 GiB, 2^20 threads, 8 slots
-/// against 16: 4 KiB alloc 0.95 ms against 1.15, 2 KiB 0.61 against 0.70; churn at 65% of
-/// the heap live no null in 20 rounds against 292 nulls; at 70%, 4184 nulls against 10675.
+/// pin is what fills a heap under mixed sizes (36 rows when the A/B below ran). A/B on the
+/// H100, 8 GiB, 2^20 threads, 8 slots against 16: 4 KiB alloc 0.95 ms against 1.15, 2 KiB
+/// 0.61 against 0.70; churn at 65% of the heap live no null in 20 rounds against 292 nulls;
+/// at 70%, 4184 nulls against 10675.
 /// (Half a share for every row costs the small classes: 64 B alloc 0.25 ms against 0.15.)
 pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
 /// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four)

@@ -7,7 +7,7 @@ use veballoc_kernels::class::{
     MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
     UNIT_RUN_GROUP,
 };
-use veballoc_kernels::heap::{takes_unit_run, UNIT_RUN_EXACT_MIN};
+use veballoc_kernels::heap::{fallback_last, takes_unit_run, UNIT_RUN_EXACT_MIN, UNIT_RUN_MIN};
 use veballoc_kernels::SEGMENT_BYTES;
 
 /// The smallest class holding `size`, found by a linear search (the reference).
@@ -71,7 +71,6 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
 /// largest class.
 #[test]
 fn fallback_spans_two_doublings() {
-    use veballoc_kernels::heap::fallback_last;
     let top = NUM_CLASSES - 1;
     for c in 0..NUM_CLASSES {
         let last = fallback_last(c);
@@ -119,7 +118,6 @@ fn block_geometry() {
     // takes less (a slice takes its share of its block), and a run above. What it takes is at
     // most a fifth more than it asked up to 96 KiB, a third above (just above 192 KiB: a run
     // of four blocks, or a 208 KiB slice, four to a 1 MiB block).
-    use veballoc_kernels::heap::UNIT_RUN_MIN;
     let unit = group_block_bytes(UNIT_RUN_GROUP);
     let mut size = 4096;
     while size <= MAX_CLASS_BYTES {
