@@ -138,4 +138,4 @@ impl Heap {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<HeapArg>() == 16);
+const _: () = assert!(std::mem::size_of::<HeapArg>() == 24);

@@ -162,7 +162,11 @@ impl Heap {
         let meta = gpu.zeroed::<u64>((layout.meta_bytes / 8) as usize)?;
         let header = layout.header_words();
         gpu.copy_in(&mut meta.index(..header.len()), &header[..])?;
-        let handle = DeviceHeap { mem: mem.base(), meta: meta.as_device_ptr().as_raw() };
+        let handle = DeviceHeap {
+            mem: mem.base(),
+            meta: meta.as_device_ptr().as_raw(),
+            num_segments: layout.num_segments as u64,
+        };
         let heap = Heap {
             pool: Mutex::new(Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD)),
             mem: Some(mem),

@@ -267,6 +267,17 @@ pub unsafe fn words32<'a>(addr: u64, n: usize) -> &'a [Atom32] {
     unsafe { core::slice::from_raw_parts(addr as usize as *const Atom32, n) }
 }
 
+/// The 32-bit word at `addr` as an atomic: `words32(addr, 1)`, with no bounds check left
+/// (a slice's index is checked against a length the hot paths would load first).
+///
+/// # Safety
+/// As for `words32`.
+#[inline(always)]
+pub unsafe fn word32<'a>(addr: u64) -> &'a Atom32 {
+    // SAFETY: the caller vouches for the word, as for words32.
+    unsafe { &words32(addr, 1)[0] }
+}
+
 /// Under loom: the metadata's words are loom atomics in an arena (`LoomMeta`), which
 /// `words` and `words32` find by address, so that the layers run unchanged over them.
 #[cfg(loom)]

@@ -11,7 +11,7 @@
 //! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-use crate::layout::{HeapLayout, BLOCK_META_BYTES};
+use crate::layout::{blocks_off, unit_kinds_off, HeapLayout, BLOCK_META_BYTES, UNITS_PER_SEGMENT};
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
 pub use crate::class::{
@@ -257,6 +257,12 @@ pub const fn kind_parts(word: u32) -> (u32, usize) {
     (word & KIND_MASK, (word >> KIND_CLASS_SHIFT) as usize)
 }
 
+/// The kind word of a block of `kind` serving class `c` (`KIND_SLICES`, `KIND_PACKED`).
+#[inline(always)]
+pub const fn kind_word(kind: u32, c: usize) -> u32 {
+    kind | (c as u32) << KIND_CLASS_SHIFT
+}
+
 /// Metadata of one block slot.
 #[repr(C)]
 pub struct BlockMeta {
@@ -294,7 +300,7 @@ impl BlockMeta {
     /// this.
     pub fn install(&self, kind: u32, c: usize) {
         // Relaxed: published by the installing swap (see slot_install).
-        self.kind.store_relaxed(kind | (c as u32) << KIND_CLASS_SHIFT);
+        self.kind.store_relaxed(kind_word(kind, c));
         // Relaxed: as above.
         self.freed.store_relaxed(0);
     }
@@ -530,13 +536,90 @@ impl<'a> Blocks<'a> {
     /// Metadata of block `local` of segment `seg`.
     #[inline(always)]
     pub(crate) fn block_meta(&self, seg: u32, local: u32) -> &'a BlockMeta {
+        self.block_meta_in(self.segs.count(), seg, local)
+    }
+
+    /// `block_meta(seg, local)` where the caller knows the segment count (`free`, from the
+    /// heap handle): no header load, the offset follows from the count.
+    #[inline(always)]
+    pub(crate) fn block_meta_in(&self, count: u32, seg: u32, local: u32) -> &'a BlockMeta {
+        debug_assert!(count == self.segs.count());
         let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
-        let addr = self.segs.meta() + self.layout().blocks_off + i * BLOCK_META_BYTES;
+        let addr = self.segs.meta() + blocks_off(count) + i * BLOCK_META_BYTES;
         // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
         // the metadata buffer, which lives as long as the heap; i is below that bound. A
         // BlockMeta is repr(C) of two Atom32: the two words at `addr` (on the GPU and the host,
         // `words32` is the address itself; under loom, two loom atomics of the arena).
         unsafe { &*(crate::atomic::words32(addr, 2).as_ptr() as *const BlockMeta) }
+    }
+
+    /// The copy of the kind word of the block that holds 64 KiB unit `unit` of the heap
+    /// (`(address - mem) >> MIN_BLOCK_SHIFT`). Every write of a block's kind writes its units'
+    /// copies before the release that publishes it (`set_kind`), so whoever may read the kind
+    /// reads the same copy; `free` loads it from the pointer alone, in parallel with the
+    /// segment entry, where the block's own word needs the entry's group first (ncu, r30:
+    /// the two dependent loads were 16% of free's stall samples).
+    #[inline(always)]
+    pub(crate) fn unit_kind(&self, unit: u64) -> &'a Atom32 {
+        self.unit_kind_in(self.segs.count(), unit)
+    }
+
+    /// `unit_kind(unit)` where the caller knows the segment count (`free`, from the heap
+    /// handle): no header load, the copies' offset follows from the count.
+    #[inline(always)]
+    pub(crate) fn unit_kind_in(&self, count: u32, unit: u64) -> &'a Atom32 {
+        debug_assert!(count == self.segs.count());
+        let addr = self.segs.meta() + unit_kinds_off(count) + unit * 4;
+        // SAFETY: the layout puts `count * UNITS_PER_SEGMENT` words at `unit_kinds_off(count)`
+        // in the metadata buffer, which lives as long as the heap; callers pass a unit of an
+        // in-range address (below that bound).
+        unsafe { crate::atomic::word32(addr) }
+    }
+
+    /// Sets the kind word of block `local` of segment `seg` (group `g`), which the caller
+    /// owns, and its units' copies. Relaxed: the caller publishes them with a release (the
+    /// installing swap, the tree insert, the run head's release store).
+    #[inline(always)]
+    pub(crate) fn set_kind(&self, seg: u32, local: u32, g: usize, word: u32) {
+        // Relaxed: as above.
+        self.block_meta(seg, local).kind.store_relaxed(word);
+        self.set_unit_kinds(seg, local, g, word);
+    }
+
+    /// Writes `word` to the copies of block `local` of segment `seg` (group `g`).
+    #[inline(always)]
+    fn set_unit_kinds(&self, seg: u32, local: u32, g: usize, word: u32) {
+        let first = seg as u64 * UNITS_PER_SEGMENT + ((local as u64) << g);
+        let addr = self.segs.meta() + unit_kinds_off(self.segs.count()) + first * 4;
+        // SAFETY: the block's `1 << g` units lie in its segment, whose copies are
+        // `UNITS_PER_SEGMENT` consecutive words at `unit_kinds_off` (see `unit_kind_in`). One
+        // slice for the loop: the stores' inline asm clobbers memory, so an address rederived
+        // per copy reloaded the segment count before each store (install took 10-28% longer
+        // from 512 B up, r30).
+        let copies = unsafe { crate::atomic::words32(addr, 1 << g) };
+        for copy in copies {
+            // Relaxed: published with the kind word (see `set_kind`).
+            copy.store_relaxed(word);
+        }
+    }
+
+    /// Parks block `local` of segment `seg` (group `g`) before it goes back to its tree: free
+    /// count zero, kind (and copies) free. The caller owns it; its release tree insert
+    /// publishes this.
+    #[inline(always)]
+    pub(crate) fn park(&self, seg: u32, local: u32, g: usize) {
+        self.block_meta(seg, local).park();
+        self.set_unit_kinds(seg, local, g, KIND_FREE);
+    }
+
+    /// Prepares block `local` of segment `seg`, which the caller owns, to serve slices of
+    /// class `c`, of `kind` (`KIND_SLICES` or `KIND_PACKED`); the release swap that installs
+    /// it in a slot publishes this.
+    #[inline(always)]
+    pub(crate) fn install(&self, seg: u32, local: u32, kind: u32, c: usize) {
+        let meta = self.block_meta(seg, local);
+        meta.install(kind, c);
+        self.set_unit_kinds(seg, local, group_of(c), kind_word(kind, c));
     }
 
     /// Block tree of group `g`.
@@ -953,7 +1036,7 @@ impl<'a> Blocks<'a> {
         let bps = group_blocks_per_segment(g);
         for (seg, local, n) in segment_parts(g, gid, k) {
             for b in local..local + n {
-                self.block_meta(seg, b).park();
+                self.park(seg, b, g);
             }
             if n < bps || !self.return_whole_segment(seg) {
                 self.block_tree(g).insert_range(gid_of(seg, local), n);

@@ -35,7 +35,7 @@ use crate::SEGMENT_BYTES;
 /// ```compile_fail
 /// #[repr(align(33554432))] // 32 MiB
 /// struct TooAligned(u8);
-/// let heap = veballoc_kernels::DeviceHeap { mem: 0, meta: 0 };
+/// let heap = veballoc_kernels::DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
 /// let _ = veballoc_kernels::DBox::new(&heap, TooAligned(1));
 /// ```
 pub const MAX_ALIGN: usize = SEGMENT_BYTES as usize;

@@ -50,7 +50,8 @@ impl CpuHeap {
         let mut meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];
         let header = layout.header_words();
         meta[..header.len()].copy_from_slice(&header);
-        let heap = DeviceHeap { mem: mem as u64, meta: meta.as_ptr() as u64 };
+        let heap =
+            DeviceHeap { mem: mem as u64, meta: meta.as_ptr() as u64, num_segments: num_segments as u64 };
         for i in 0..layout.init_words() {
             heap.init_word(i);
         }

@@ -23,7 +23,7 @@ use crate::heap::DeviceHeap;
 
 /// The heap the module's global allocator uses; zero (no metadata) until the host binds one.
 #[no_mangle]
-pub static mut VEBALLOC_GLOBAL_HEAP: DeviceHeap = DeviceHeap { mem: 0, meta: 0 };
+pub static mut VEBALLOC_GLOBAL_HEAP: DeviceHeap = DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
 
 /// Address of a page-locked host word (mapped for the device) where a failed allocation
 /// records why (see [`failure_word`]); zero when the host registered none.

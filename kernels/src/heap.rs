@@ -12,7 +12,9 @@ use crate::block::{
     KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
-use crate::class::{block_bytes, block_run_len, class_of, slice_divisor, RUN_GROUPS, UNIT_RUN_GROUP};
+use crate::class::{
+    block_bytes, block_run_len, class_of, slice_divisor, MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
+};
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -165,6 +167,11 @@ pub struct DeviceHeap {
     /// Address of the metadata (`layout().meta_bytes` bytes, 8-aligned), which starts with
     /// the layout (see `HEADER_BYTES`).
     pub meta: u64,
+    /// `layout().num_segments`, carried here so that `free` checks its pointer and finds the
+    /// segment table and the kind copies from its arguments alone, with no header load
+    /// before them (ncu, r30). A `u64`, so that the handle has no padding bytes (the host
+    /// copies it to the GPU as plain data).
+    pub num_segments: u64,
 }
 
 impl DeviceHeap {
@@ -651,12 +658,15 @@ impl DeviceHeap {
             // Relaxed: published by the release store of the head's kind below (the validator
             // and a `free` of a pointer into the run read it after the user's own
             // synchronisation with this malloc); one fence for a run of thousands of blocks.
-            self.blocks().block_meta(seg, local).kind.store_relaxed(KIND_RUN_TAIL);
+            self.blocks().set_kind(seg, local, g, KIND_RUN_TAIL);
         }
         let (seg, local) = split_gid(gid);
         let meta = self.blocks().block_meta(seg, local);
         // Relaxed: published by the release store of the kind below.
         meta.freed.store_relaxed(k);
+        // Relaxed: the head's copies, published by the release store of the kind below
+        // (which writes the same word again).
+        self.blocks().set_kind(seg, local, g, KIND_WHOLE);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
         self.blocks().block_addr(g, gid) as usize as *mut u8
@@ -704,41 +714,71 @@ impl DeviceHeap {
     /// `counter::INVALID_FREE` and otherwise ignored.
     #[inline]
     pub fn free(&self, ptr: *mut u8) {
-        if ptr.is_null() {
+        let p = ptr as usize as u64;
+        // One compare for null, below the heap and past it (the difference wraps).
+        let off = p.wrapping_sub(self.mem);
+        if off >> SEGMENT_SHIFT >= self.num_segments {
+            if !ptr.is_null() {
+                self.bump(counter::INVALID_FREE);
+            }
             return;
         }
-        match self.locate(ptr as usize as u64) {
-            Some((seg, in_seg, SegKind::Group(g))) => {
-                // The block by a shift (a group's blocks are a power of two), the class from
-                // the block's metadata. Relaxed: as in `locate` (the slice's malloc acquired
-                // the install that wrote it); a second free happens-after the first, so it
-                // reads its kind or a later one.
-                let local = (in_seg >> group_block_shift(g)) as u32;
-                let in_block = in_seg & (group_block_bytes(g) - 1);
-                let (kind, c) = kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed());
-                match kind {
-                    KIND_SLICES | KIND_PACKED if c < NUM_CLASSES => {
-                        // No division by a variable: multiply-high by the class's reciprocal.
-                        let index = slice_divisor(c).div(in_block);
-                        if index * slice_bytes(c) != in_block || index >= slices_per_block(c) as u64 {
-                            // Inside a slice, or past the block's last one.
-                            self.bump(counter::INVALID_FREE);
-                        } else {
-                            self.free_slices_coalesced(seg, local, c, ptr as usize as u64);
-                        }
-                    }
-                    // The start of a run of whole blocks (or its second free).
-                    KIND_WHOLE | KIND_FREE if in_block == 0 => {
-                        if self.blocks().free_block(seg, local, g) == FreeOutcome::NotHandedOut {
-                            self.bump(counter::DOUBLE_FREE);
-                        }
-                    }
-                    // A slice of a parked block: not handed out.
-                    KIND_FREE => self.bump(counter::DOUBLE_FREE),
-                    // Inside a run of whole blocks.
-                    _ => self.bump(counter::INVALID_FREE),
+        let seg = (off >> SEGMENT_SHIFT) as u32;
+        // Two loads from the pointer alone, issued together: the segment's entry and the copy
+        // of its block's kind word for this 64 KiB unit (the block's own word needs the
+        // group first). Relaxed: `p` was handed out after both were written (malloc's acquire
+        // chain, the install's release swap published the copies with the kind), and the
+        // caller's free happens-after that malloc; relaxed reads that write or a later one.
+        let entry = self.segments().seg_table(seg).load_relaxed();
+        let copy =
+            self.blocks().unit_kind_in(self.num_segments as u32, off >> MIN_BLOCK_SHIFT).load_relaxed();
+        let SegKind::Group(g) = seg_kind(entry) else {
+            self.bump(counter::INVALID_FREE);
+            return;
+        };
+        let in_seg = off & (SEGMENT_BYTES - 1);
+        let local = (in_seg >> group_block_shift(g)) as u32;
+        let in_block = in_seg & (group_block_bytes(g) - 1);
+        match kind_parts(copy) {
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => self.free_slice(seg, local, c, in_block, p),
+            // Whole blocks, parked blocks, run tails: from the block's own kind word.
+            _ => self.free_not_slice(seg, local, g, in_block, p),
+        }
+    }
+
+    /// `free` of a pointer `in_block` bytes into block `local` of segment `seg`, which serves
+    /// slices of class `c`.
+    #[inline(always)]
+    fn free_slice(&self, seg: u32, local: u32, c: usize, in_block: u64, p: u64) {
+        // No division by a variable: multiply-high by the class's reciprocal.
+        let index = slice_divisor(c).div(in_block);
+        if index * slice_bytes(c) != in_block || index >= slices_per_block(c) as u64 {
+            // Inside a slice, or past the block's last one.
+            self.bump(counter::INVALID_FREE);
+        } else {
+            self.free_slices_coalesced(seg, local, c, p);
+        }
+    }
+
+    /// `free` of a pointer whose unit's kind copy is not a slice block's: decided by the
+    /// block's own kind word (the start of a run of whole blocks, or its second free; a
+    /// parked block; inside a run). By value: a `&self` made every `free` store the handle
+    /// to local memory for this rare call.
+    #[inline(never)]
+    fn free_not_slice(self, seg: u32, local: u32, g: usize, in_block: u64, p: u64) {
+        // Relaxed: as the copy in `free`; a second free happens-after the first, so it reads
+        // its kind or a later one.
+        match kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed()) {
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => self.free_slice(seg, local, c, in_block, p),
+            // The start of a run of whole blocks (or its second free).
+            (KIND_WHOLE | KIND_FREE, _) if in_block == 0 => {
+                if self.blocks().free_block(seg, local, g) == FreeOutcome::NotHandedOut {
+                    self.bump(counter::DOUBLE_FREE);
                 }
             }
+            // A slice of a parked block: not handed out.
+            (KIND_FREE, _) => self.bump(counter::DOUBLE_FREE),
+            // Inside a run of whole blocks.
             _ => self.bump(counter::INVALID_FREE),
         }
     }
@@ -763,7 +803,8 @@ impl DeviceHeap {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
             if owned_lanes != 0 {
-                self.slots().release_slices(seg, local, c, owned_lanes.count_ones());
+                let meta = self.blocks().block_meta_in(self.num_segments as u32, seg, local);
+                self.slots().release_slices_of(meta, seg, local, c, owned_lanes.count_ones());
             }
         }
     }

@@ -22,6 +22,8 @@ pub const SLOT_ROWS: usize = RUN_ROW0 + RUN_GROUPS.len();
 pub const RUN_ROW0: usize = NUM_CLASSES + PACKED_CLASSES.len();
 /// Bytes of one block's metadata (`block::BlockMeta`: its free count and kind word).
 pub const BLOCK_META_BYTES: u64 = 8;
+/// 64 KiB units (the smallest block) per segment: one kind-word copy each (`unit_kinds_off`).
+pub const UNITS_PER_SEGMENT: u64 = MAX_BLOCKS_PER_SEGMENT as u64;
 /// Bits in a hand-out bitmap word.
 pub const BIT_WORD_BITS: u64 = 64;
 /// Hand-out bitmap words per segment (`check.rs`): one bit per 16-byte unit.
@@ -42,6 +44,23 @@ pub mod counter {
 
 const fn align8(x: u64) -> u64 {
     x.div_ceil(8) * 8
+}
+
+/// Offset of the segment table: right after the header, in every layout.
+pub const TABLE_OFF: u64 = HEADER_BYTES;
+
+/// Offset of the kind-word copies (`HeapLayout::unit_kinds_off`) in a heap of `num_segments`
+/// segments: right after the segment table.
+#[inline(always)]
+pub const fn unit_kinds_off(num_segments: u32) -> u64 {
+    TABLE_OFF + align8(num_segments as u64 * 4)
+}
+
+/// Offset of the block metadata (`HeapLayout::blocks_off`) in a heap of `num_segments`
+/// segments: right after the kind-word copies.
+#[inline(always)]
+pub const fn blocks_off(num_segments: u32) -> u64 {
+    unit_kinds_off(num_segments) + num_segments as u64 * UNITS_PER_SEGMENT * 4
 }
 
 /// Where every part of the metadata lives, as byte offsets from its base.
@@ -86,6 +105,12 @@ pub struct HeapLayout {
     /// block came back, to be reclaimed when memory runs short (see
     /// `Blocks::release_block`).
     pub pending_off: u64,
+    /// Per 64 KiB unit of the heap (`UNITS_PER_SEGMENT` a segment): a copy of the kind word
+    /// of the block that holds it (see `Blocks::unit_kind`), so that `free` loads it beside
+    /// the segment entry instead of after it. `table_off`, `unit_kinds_off` and `blocks_off`
+    /// follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off()`, `blocks_off()`):
+    /// `free` finds its three words with no header load.
+    pub unit_kinds_off: u64,
 }
 
 /// Words of the reclaim-window counters (started, ended).
@@ -166,19 +191,20 @@ impl HeapLayout {
     pub const fn new(num_segments: u32, shards: u32, checks: bool) -> Self {
         assert!(shards.is_power_of_two(), "shards must be a power of two");
         let n = num_segments as u64;
-        let mut off = HEADER_BYTES;
+        // `free`'s two loads first, at offsets that need only the segment count (which the
+        // kernels' heap handle carries): no header load before them.
+        let table_off = TABLE_OFF;
+        let unit_kinds_off = unit_kinds_off(num_segments);
+        let blocks_off = blocks_off(num_segments);
+        let mut off = blocks_off + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
         let block_tree = VebLayout::new(n * MAX_BLOCKS_PER_SEGMENT as u64);
         let block_tree_off = off;
         off += NUM_GROUPS as u64 * block_tree.total_words as u64 * 8;
-        let table_off = off;
-        off += align8(n * 4);
         let seg_out_off = off;
         off += align8(n * 4);
-        let blocks_off = off;
-        off += n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
         let current_off = off;
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let format_lock_off = off;
@@ -219,6 +245,7 @@ impl HeapLayout {
             row_shard_log2: [0; ROW_TABLE],
             reclaim_off,
             pending_off,
+            unit_kinds_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }

@@ -4,7 +4,7 @@
 
 use crate::atomic::Atom32;
 use crate::class::{MAX_BLOCKS_PER_SEGMENT, NUM_GROUPS};
-use crate::layout::HeapLayout;
+use crate::layout::{HeapLayout, TABLE_OFF};
 use crate::veb::{full_word, word_position, Veb};
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
 
@@ -127,15 +127,13 @@ impl<'a> Segments<'a> {
     fn seg_array(&self, off: u64, seg: u32) -> &'a Atom32 {
         // SAFETY: each per-segment array holds `num_segments` words at `off`; callers pass
         // seg < num_segments (derived from an in-range address or a tree index).
-        unsafe {
-            &crate::atomic::words32(self.meta() + off, self.layout().num_segments as usize)[seg as usize]
-        }
+        unsafe { crate::atomic::word32(self.meta() + off + seg as u64 * 4) }
     }
 
-    /// Table entry of segment `seg`.
+    /// Table entry of segment `seg` (at `TABLE_OFF` in every layout: no header load).
     #[inline(always)]
     pub(crate) fn seg_table(&self, seg: u32) -> &'a Atom32 {
-        self.seg_array(self.layout().table_off, seg)
+        self.seg_array(TABLE_OFF, seg)
     }
 
     /// Blocks of `seg` out of their tree, plus the `RECLAIMING` flag.

@@ -12,8 +12,8 @@ use crate::atomic::Atom64;
 use crate::block::{
     gid_of, group_block_bytes, group_block_shift, group_blocks_per_segment, group_of, run_block_handed,
     slice_bytes, slices_per_block, slot_blocks, slot_has_rest, slot_install, slot_install_run, slot_moved_on,
-    slot_parts, slot_retire, slot_run_value, slot_take, split_gid, BlockBatch, Blocks, SlotTake, KIND_PACKED,
-    KIND_SLICES, MAX_RUN_BLOCKS, NUM_CLASSES,
+    slot_parts, slot_retire, slot_run_value, slot_take, split_gid, BlockBatch, BlockMeta, Blocks, SlotTake,
+    KIND_PACKED, KIND_SLICES, MAX_RUN_BLOCKS, NUM_CLASSES,
 };
 use crate::class::div_per_block;
 use crate::layout::HeapLayout;
@@ -459,7 +459,7 @@ impl<'a> Slots<'a> {
         let gid = batch.first();
         let (seg, local) = split_gid(gid);
         for i in 0..blocks {
-            self.blocks.block_meta(seg, local + i).install(kind, c);
+            self.blocks.install(seg, local + i, kind, c);
         }
         // A trim may have emptied the slot meanwhile and another taker installed a run: what
         // that run has not handed out goes back.
@@ -534,7 +534,14 @@ impl<'a> Slots<'a> {
     /// completes the block recycles it.
     #[inline(always)]
     pub fn release_slices(&self, seg: u32, local: u32, c: usize, k: u32) {
-        if self.blocks.block_meta(seg, local).give_back(k, slices_per_block(c)) {
+        self.release_slices_of(self.blocks.block_meta(seg, local), seg, local, c, k);
+    }
+
+    /// `release_slices` where the caller has the block's metadata (`free`, found with no
+    /// header load).
+    #[inline(always)]
+    pub fn release_slices_of(&self, meta: &BlockMeta, seg: u32, local: u32, c: usize, k: u32) {
+        if meta.give_back(k, slices_per_block(c)) {
             self.recycle(seg, local);
         }
     }
@@ -546,7 +553,7 @@ impl<'a> Slots<'a> {
         let entry = self.blocks.segments().seg_table(seg).load_acquire();
         if let SegKind::Group(g) = seg_kind(entry) {
             let t0 = trace::now();
-            self.blocks.block_meta(seg, local).park();
+            self.blocks.park(seg, local, g);
             self.blocks.release_block(g, gid_of(seg, local));
             if trace::ON {
                 trace::add(self.meta(), Event::Recycles, 1);

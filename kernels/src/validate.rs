@@ -8,7 +8,7 @@ use crate::block::{
     KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
 };
 use crate::heap::{counter, DeviceHeap};
-use crate::layout::SLOT_ROWS;
+use crate::layout::{SLOT_ROWS, UNITS_PER_SEGMENT};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
 use crate::slice::{packed_row, run_row, PACKED_CLASSES, RUN_GROUPS};
 
@@ -121,6 +121,13 @@ pub enum HeapError {
     /// A slot past the ones its row uses (`HeapLayout::row_shards`) holds a run: sweeps and
     /// steals, which look at the used slots only, would never reach it.
     UnusedSlotBusy { row: usize, shard: u32 },
+    /// The kind-word copy of 64 KiB unit `unit` of segment `seg` (`Blocks::unit_kind`) is not
+    /// the kind word of its block (`word`; free outside formatted segments): `free` would
+    /// take the pointers there for another kind or class.
+    KindCopy { seg: u32, unit: u32, copy: u32, word: u32 },
+    /// The handle's segment count (`DeviceHeap::num_segments`) is not the layout's: the
+    /// layers would find the table and the block metadata at the wrong offsets.
+    HandleSegments { handle: u64, layout: u32 },
 }
 
 impl DeviceHeap {
@@ -129,6 +136,9 @@ impl DeviceHeap {
     pub fn validate(&self) -> Result<Stats, HeapError> {
         let mut s = Stats::default();
         let n = self.layout().num_segments;
+        if self.num_segments != n as u64 {
+            return Err(HeapError::HandleSegments { handle: self.num_segments, layout: n });
+        }
         s.stale_summary_bits +=
             self.segments().seg_tree().check().map_err(|err| HeapError::Tree { tree: None, err })?;
         for g in 0..NUM_GROUPS {
@@ -163,6 +173,7 @@ impl DeviceHeap {
                     return Err(HeapError::StrayBlockBit { seg, group: g });
                 }
             }
+            self.check_kind_copies(seg, kind)?;
             if run.tails > 0 && kind != SegKind::Group(run.group) {
                 return Err(HeapError::BadBlockRun { seg, local: 0 });
             }
@@ -238,6 +249,25 @@ impl DeviceHeap {
                     (Some(gid), handed) if split_gid(gid).0 == seg && local >= handed)
             })
         })
+    }
+
+    /// Every 64 KiB unit's kind-word copy of segment `seg` (of `kind`) must be its block's kind
+    /// word, and free in a segment that is not formatted (its blocks were parked, copies
+    /// with them, before it left its group).
+    fn check_kind_copies(&self, seg: u32, kind: SegKind) -> Result<(), HeapError> {
+        for unit in 0..UNITS_PER_SEGMENT as u32 {
+            let word = match kind {
+                // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+                SegKind::Group(g) => self.blocks().block_meta(seg, unit >> g).kind.load_acquire(),
+                _ => KIND_FREE,
+            };
+            // Acquire: as above.
+            let copy = self.blocks().unit_kind(seg as u64 * UNITS_PER_SEGMENT + unit as u64).load_acquire();
+            if copy != word {
+                return Err(HeapError::KindCopy { seg, unit, copy, word });
+            }
+        }
+        Ok(())
     }
 
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed
@@ -385,5 +415,39 @@ mod tests {
         // Relaxed: as above.
         h.slots().current(row, shard).store_relaxed(0);
         h.validate().expect("consistent again");
+    }
+
+    /// `free` reads a block's kind from its 64 KiB units' copies: a copy that differs from
+    /// the block's word, in a formatted segment or a free one, is reported.
+    #[test]
+    fn a_kind_copy_unlike_its_blocks_word_is_an_error() {
+        let cpu = CpuHeap::new(4, 8);
+        let h = cpu.heap();
+        // 512 B slices: 1 MiB blocks, 16 units each.
+        let p = h.malloc(512);
+        assert!(!p.is_null());
+        h.validate().expect("consistent");
+        let off = p as u64 - h.mem;
+        let seg = (off >> crate::SEGMENT_SHIFT) as u32;
+        // A later unit of the pointer's block, and a unit of a free segment.
+        for unit in [(off >> crate::class::MIN_BLOCK_SHIFT) + 5, 3 * UNITS_PER_SEGMENT + 7] {
+            let copy = h.blocks().unit_kind(unit);
+            // Relaxed: one thread, no kernel running.
+            let saved = copy.load_relaxed();
+            copy.store_relaxed(saved ^ 1);
+            match h.validate() {
+                Err(HeapError::KindCopy { seg: s, unit: u, copy: c, word }) => {
+                    assert_eq!((s as u64, u as u64), (unit / UNITS_PER_SEGMENT, unit % UNITS_PER_SEGMENT));
+                    assert_eq!((c, word), (saved ^ 1, saved));
+                }
+                other => panic!("expected KindCopy at unit {unit}, got {other:?}"),
+            }
+            // Relaxed: as above.
+            copy.store_relaxed(saved);
+            h.validate().expect("consistent again");
+        }
+        assert_ne!(seg, 3, "the malloc took the lowest segment");
+        h.free(p);
+        h.validate().expect("consistent after the free");
     }
 }

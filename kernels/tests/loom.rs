@@ -456,7 +456,7 @@ mod real {
 
         fn with_layout(layout: HeapLayout, addrs: Vec<u64>) -> Arc<Self> {
             let meta = LoomMeta::new(&layout.header_words(), layout.meta_bytes);
-            let heap = DeviceHeap { mem: MEM, meta: meta.addr() };
+            let heap = DeviceHeap { mem: MEM, meta: meta.addr(), num_segments: layout.num_segments as u64 };
             for i in 0..layout.init_words() {
                 heap.init_word(i);
             }
