@@ -1,14 +1,16 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
 //! Class sizes: 16, 24, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, ...)
-//! up to `FINE_FROM_BYTES` (4 KiB), then eight per doubling (4608, 5120, ..., 8192, 9216, ...)
-//! up to `MAX_CLASS_BYTES` (1 MiB), 93 classes. So a request of `size` bytes gets at most
-//! `size + 15` bytes below 64 B, at most `1.25 * size` up to 4 KiB and at most `1.125 * size`
-//! above (the next class is at most a quarter, or an eighth, larger than the previous one,
-//! which is smaller than `size`). Eight per doubling above 4 KiB, where a block holds at most
-//! 256 slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
+//! up to `FINE_FROM_BYTES` (4 KiB), sixteen in the next doubling (4352, 4608, 4864, ..., 8192),
+//! then eight per doubling (9216, 10240, ...) up to `MAX_CLASS_BYTES` (1 MiB), 101 classes. So
+//! a request of `size` bytes gets at most `size + 15` bytes below 64 B, at most `1.25 * size`
+//! up to 4 KiB, at most `1.0625 * size` up to 8 KiB and at most `1.125 * size` above (the next
+//! class is at most a quarter, a sixteenth or an eighth larger than the previous one, which is
+//! smaller than `size`). Eight per doubling above 4 KiB, where a block holds at most 256
+//! slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
 //! requests held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
-//! (73728), and with 4097-byte ones 80% (5120) against 89% (4608). Not below 4 KiB: eight per
+//! (73728); sixteen just above 4 KiB, where requests of a page and a header land: 4097-byte
+//! ones filled 80% with four (5120), 88.7% with eight (4608). Not below 4 KiB: eight per
 //! doubling everywhere (119 classes, measured on the H200, NOTES r29) made mixed sizes up to
 //! 128..4096 B 20-35% slower to allocate on a fresh heap (a warp of mixed sizes asks for more
 //! classes, and each class's first block on each multiprocessor is an install the warp waits
@@ -38,7 +40,7 @@
 //! `block_run_len(size)` contiguous 256 KiB blocks of `RUN_GROUP`, which may cross segments
 //! (less than 256 KiB over: at most 25% above 1 MiB).
 //!
-//! Every size here is `m << e` with an odd `m` below 16, so dividing by one is a shift and a
+//! Every size here is `m << e` with an odd `m` below 32, so dividing by one is a shift and a
 //! multiplication by a reciprocal of `m` ([`Divisor`], from the class table): `free` divides
 //! by no variable.
 
@@ -56,8 +58,15 @@ const LINEAR_SIZES: [(u32, u32); LINEAR_CLASSES] = [(1, 4), (3, 3), (1, 5), (3, 
 pub const SUB_CLASS_BITS: u32 = 2;
 /// Requests above this get `1 << FINE_SUB_CLASS_BITS` classes per doubling.
 pub const FINE_FROM_BYTES: u64 = 4096;
-/// log2 of the classes per doubling above `FINE_FROM_BYTES`.
+/// log2 of the classes per doubling above `2 * FINE_FROM_BYTES`.
 pub const FINE_SUB_CLASS_BITS: u32 = 3;
+/// log2 of the classes in the doubling just above `FINE_FROM_BYTES` (4 KiB .. 8 KiB): sixteen,
+/// so that a request a little over a page (a 4 KiB buffer and its header) gets at most 6.25%
+/// more, not 12.5% (4097 B took a 4608-byte slice: a heap filled with them held 88.7% of
+/// itself as requested bytes; with 4352-byte slices about 94%).
+pub const FIRST_FINE_SUB_CLASS_BITS: u32 = 4;
+/// Classes in the doubling just above `FINE_FROM_BYTES`.
+const FIRST_FINE_CLASSES: usize = 1 << FIRST_FINE_SUB_CLASS_BITS;
 /// log2 of `FINE_FROM_BYTES`.
 const FINE_FROM_SHIFT: u32 = FINE_FROM_BYTES.trailing_zeros();
 /// The first class above `FINE_FROM_BYTES` (the classes up to it: 16..64 B and four per
@@ -86,8 +95,8 @@ pub const BLOCK_ID_SHIFT: u32 = 8;
 pub const MAX_BLOCKS_PER_SEGMENT: u32 = 1 << BLOCK_ID_SHIFT;
 
 /// The class of a request of `size` bytes (`1 <= size <= MAX_CLASS_BYTES`): the smallest class
-/// whose slices hold it. O(1): the leading-zero count and the next two (above 4 KiB three)
-/// bits, no loop.
+/// whose slices hold it. O(1): the leading-zero count and the next two bits (four above 4 KiB,
+/// three above 8 KiB), no loop.
 #[inline(always)]
 pub const fn class_of(size: u64) -> usize {
     if size <= 64 {
@@ -103,11 +112,20 @@ pub const fn class_of(size: u64) -> usize {
             // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r + 1.
             let r = ((x >> (l - SUB_CLASS_BITS)) & ((1 << SUB_CLASS_BITS) - 1)) as u32;
             (4 * (l - 5) + r + 1) as usize
+        } else if l == FINE_FROM_SHIFT {
+            // 4096 <= x < 8192 lies in [(16 + r) << 8, (17 + r) << 8): the class above that
+            // interval's start, (17 + r) << 8, is class FINE_CLASS0 + r.
+            let r =
+                ((x >> (l - FIRST_FINE_SUB_CLASS_BITS)) & ((1 << FIRST_FINE_SUB_CLASS_BITS) - 1)) as usize;
+            FINE_CLASS0 + r
         } else {
-            // x >= 4096 lies in [(8 + r) << (l - 3), (9 + r) << (l - 3)): the class above that
-            // interval's start, (9 + r) << (l - 3), is class FINE_CLASS0 + 8 * (l - 12) + r.
+            // x >= 8192 lies in [(8 + r) << (l - 3), (9 + r) << (l - 3)): the class above that
+            // interval's start, (9 + r) << (l - 3), is class FINE_CLASS0 + 16 + 8 * (l - 13) + r.
             let r = ((x >> (l - FINE_SUB_CLASS_BITS)) & ((1 << FINE_SUB_CLASS_BITS) - 1)) as usize;
-            FINE_CLASS0 + (((l - FINE_FROM_SHIFT) as usize) << FINE_SUB_CLASS_BITS) + r
+            FINE_CLASS0
+                + FIRST_FINE_CLASSES
+                + (((l - FINE_FROM_SHIFT - 1) as usize) << FINE_SUB_CLASS_BITS)
+                + r
         }
     }
 }
@@ -124,7 +142,8 @@ pub const fn align_of_request(size: u64) -> u64 {
 }
 
 /// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`, with `m` in
-/// 1 or 3 (classes below `LINEAR_CLASSES`), 4..=7 (up to 4 KiB) or 9..=16 (above).
+/// 1 or 3 (classes below `LINEAR_CLASSES`), 4..=7 (up to 4 KiB), 17..=32 (up to 8 KiB) or
+/// 9..=16 (above).
 #[inline(always)]
 const fn mant_exp(c: usize) -> (u32, u32) {
     if c < LINEAR_CLASSES {
@@ -132,12 +151,15 @@ const fn mant_exp(c: usize) -> (u32, u32) {
     } else if c < FINE_CLASS0 {
         let k = (c - LINEAR_CLASSES) as u32;
         (4 + (k & 3), MIN_SLICE_SHIFT + (k >> SUB_CLASS_BITS))
-    } else {
+    } else if c < FINE_CLASS0 + FIRST_FINE_CLASSES {
         let k = (c - FINE_CLASS0) as u32;
+        ((1 << FIRST_FINE_SUB_CLASS_BITS) + k + 1, FINE_FROM_SHIFT - FIRST_FINE_SUB_CLASS_BITS)
+    } else {
+        let k = (c - FINE_CLASS0 - FIRST_FINE_CLASSES) as u32;
         let r = k & ((1 << FINE_SUB_CLASS_BITS) - 1);
         (
             (1 << FINE_SUB_CLASS_BITS) + r + 1,
-            FINE_FROM_SHIFT - FINE_SUB_CLASS_BITS + (k >> FINE_SUB_CLASS_BITS),
+            FINE_FROM_SHIFT + 1 - FINE_SUB_CLASS_BITS + (k >> FINE_SUB_CLASS_BITS),
         )
     }
 }
@@ -288,12 +310,13 @@ pub const fn blocks_per_segment(c: usize) -> u32 {
     group_blocks_per_segment(group_of(c))
 }
 
-/// Largest odd part of a class size: `1 << (FINE_SUB_CLASS_BITS + 1)` - 1 (15).
-const MAX_ODD: u64 = (1 << (FINE_SUB_CLASS_BITS + 1)) - 1;
+/// Largest odd part of a class size: `1 << (FIRST_FINE_SUB_CLASS_BITS + 1)` - 1 (31, of the
+/// 7936-byte class).
+const MAX_ODD: u64 = (1 << (FIRST_FINE_SUB_CLASS_BITS + 1)) - 1;
 
 /// Largest dividend a [`Divisor`] divides exactly: `(x >> shift) * (t <= MAX_ODD) < 2^32` (see
 /// `Divisor::div`). Offsets in a segment (< 2^24) are well below it.
-pub const DIVIDEND_LIMIT: u64 = 1 << (32 - (FINE_SUB_CLASS_BITS + 1));
+pub const DIVIDEND_LIMIT: u64 = 1 << (32 - (FIRST_FINE_SUB_CLASS_BITS + 1));
 const _: () = assert!(MAX_ODD * DIVIDEND_LIMIT <= 1 << 32);
 
 /// Division by `odd << shift` (odd up to `MAX_ODD`) without a divide instruction: a shift,

@@ -60,7 +60,7 @@ const _: () = {
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
 /// `DeviceHeap::take_group`): up to `FALLBACK_FACTOR` times its class's slice, two doublings
-/// (8 classes up to 4 KiB, 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below
+/// (8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below
 /// 64 B four times the slice is fewer: 24 and 32 B must reach the 160 B class of the 1 MiB
 /// group), only when the alternative is null. One doubling above 4 KiB (8 classes there) gave
 /// 38x the nulls in the GPU test that churns a 90%-full heap of sizes up to 64 KiB (4.57 M

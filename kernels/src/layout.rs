@@ -127,7 +127,7 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 /// `LARGE_ROW_SHARE_SHIFT`), 32 for 512 KiB, 64 for 256 KiB.
 pub const PIN_SHIFT: u32 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
-/// `PIN_SHARES` (`SLOT_ROWS` is 98) may take more than the budget in all: all current blocks
+/// `PIN_SHARES` (`SLOT_ROWS` is 106) may take more than the budget in all: all current blocks
 /// together pin at most `SLOT_ROWS / PIN_SHARES` of it (19% of the heap, with every row in
 /// use), and less with `LARGE_ROW_SHARE_SHIFT`.
 pub const PIN_SHARES: u64 = 64;
@@ -140,9 +140,9 @@ pub const PIN_SHARES: u64 = 64;
 /// at 70%, 4184 nulls against 10675.
 /// (Half a share for every row costs the small classes: 64 B alloc 0.25 ms against 0.15.)
 pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
-/// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four)
-/// get half of that again: so that all of them together pin what the rows of four classes per
-/// doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES r29): the GPU test that churns a
+/// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four;
+/// sixteen up to 8 KiB) get half of that again: so that all of them together pin about what
+/// the rows of four classes per doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES r29): the GPU test that churns a
 /// 90%-full 4 GiB heap of sizes up to 64 KiB got 0.10 M nulls in 12 s against 0.77 M in 75 s
 /// (four classes per doubling: 0.12 M, 46 s), churn at 70% 259 nulls against 1139; but bursts
 /// of one size above 4 KiB take longer (8192 B at 2^18 threads 0.48 ms against 0.34, 40000 B

@@ -17,13 +17,15 @@ fn smallest_class(size: u64) -> usize {
 
 #[test]
 fn class_sizes_are_increasing_16_byte_multiples() {
-    assert_eq!((NUM_CLASSES, NUM_GROUPS), (93, 7), "as docs/architecture.md says");
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (101, 7), "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
     let first: Vec<u64> = (0..13).map(slice_bytes).collect();
     assert_eq!(first, [16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
-    let fine: Vec<u64> = (class_of(4096)..class_of(4096) + 10).map(slice_bytes).collect();
-    assert_eq!(fine, [4096, 4608, 5120, 5632, 6144, 6656, 7168, 7680, 8192, 9216]);
+    let fine: Vec<u64> = (class_of(4096)..class_of(4096) + 19).map(slice_bytes).collect();
+    let sixteenths: Vec<u64> = (16..=32).map(|m| m << 8).collect();
+    assert_eq!(fine[..17], sixteenths[..], "sixteen classes from 4 KiB to 8 KiB");
+    assert_eq!(fine[17..], [9216, 10240], "eight per doubling above");
     for c in 1..NUM_CLASSES {
         assert!(slice_bytes(c) > slice_bytes(c - 1));
         // Every class but 24 B is a multiple of 16 (16-byte alignment); 24 B of 8.
@@ -34,8 +36,8 @@ fn class_sizes_are_increasing_16_byte_multiples() {
 }
 
 /// Every size from 1 byte to the largest class maps to the smallest class that holds it, and
-/// the waste bounds hold: within 16 bytes below 64 B, at most 25% up to 4 KiB, at most 12.5%
-/// above. Exhaustive up to the largest class (1 MiB).
+/// the waste bounds hold: within 16 bytes below 64 B, at most 25% up to 4 KiB, at most 6.25%
+/// up to 8 KiB, at most 12.5% above. Exhaustive up to the largest class (1 MiB).
 #[test]
 fn every_size_gets_the_smallest_class_and_little_waste() {
     let check = |size: u64| {
@@ -47,6 +49,8 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
             assert!(got - size < 16, "size {size} got {got}: within 16 bytes");
         } else if size <= 4096 {
             assert!(got * 4 <= size * 5, "size {size} got {got}: at most 25% more");
+        } else if size <= 8192 {
+            assert!(got * 16 <= size * 17, "size {size} got {got}: at most 6.25% more");
         } else {
             assert!(got * 8 <= size * 9, "size {size} got {got}: at most 12.5% more");
         }
@@ -66,7 +70,7 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
 }
 
 /// A request without room in its class may take a slice up to four times its class's (two
-/// doublings: 8 classes up to 4 KiB, 16 above) and at least 8 classes up (below 64 B four
+/// doublings: 8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above) and at least 8 classes up (below 64 B four
 /// times is fewer: 24 B reaches 160 B, the first class of the 1 MiB group), never past the
 /// largest class.
 #[test]
@@ -78,12 +82,17 @@ fn fallback_spans_two_doublings() {
         assert!(slice_bytes(last) >= (4 * slice_bytes(c)).min(MAX_CLASS_BYTES), "class {c}");
         assert!(last <= top);
         if slice_bytes(c) >= 64 {
-            assert_eq!(slice_bytes(last), (4 * slice_bytes(c)).min(MAX_CLASS_BYTES), "class {c}");
+            // The smallest class holding four slices (itself four slices but in the
+            // sixteenths from 4 KiB to 8 KiB, whose odd multiples of 256 B are no class four
+            // times over).
+            assert_eq!(last, class_of((4 * slice_bytes(c)).min(MAX_CLASS_BYTES)), "class {c}");
         }
     }
     assert_eq!(slice_bytes(fallback_last(class_of(24))), 160);
     assert_eq!(slice_bytes(fallback_last(class_of(32))), 192);
-    assert_eq!(fallback_last(class_of(5000)) - class_of(5000), 16);
+    assert_eq!(slice_bytes(fallback_last(class_of(5000))), 20480);
+    assert_eq!(slice_bytes(fallback_last(class_of(4097))), 18432, "4 x 4352 B rounds up to a class");
+    assert_eq!(fallback_last(class_of(9000)) - class_of(9000), 16, "two doublings of eight");
 }
 
 #[test]
@@ -145,7 +154,7 @@ fn block_geometry() {
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which
-/// covers every offset in a block), for every class's slice size (93 * 2^24 divisions).
+/// covers every offset in a block), for every class's slice size (101 * 2^24 divisions).
 #[test]
 fn reciprocal_divisions_are_exact_for_every_offset() {
     for c in 0..NUM_CLASSES {
