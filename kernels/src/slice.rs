@@ -542,23 +542,23 @@ impl<'a> Slots<'a> {
     #[inline(always)]
     pub fn release_slices_of(&self, meta: &BlockMeta, seg: u32, local: u32, c: usize, k: u32) {
         if meta.give_back(k, slices_per_block(c)) {
-            self.recycle(seg, local);
+            self.recycle(seg, local, group_of(c));
         }
     }
 
-    /// Returns a block whose every slice came back to its tree.
+    /// Returns a block of group `g` whose every slice came back to its tree. The group is its
+    /// class's: while the block is out of its tree, its segment stays formatted for that
+    /// group (no reclaim takes a segment with a block out), so the segment's entry need not
+    /// be read (one dependent load and an acquire less on the recycling free).
     #[inline(never)]
-    fn recycle(&self, seg: u32, local: u32) {
-        // Acquire: the block is out of its tree, so the entry cannot change under us.
-        let entry = self.blocks.segments().seg_table(seg).load_acquire();
-        if let SegKind::Group(g) = seg_kind(entry) {
-            let t0 = trace::now();
-            self.blocks.park(seg, local, g);
-            self.blocks.release_block(g, gid_of(seg, local));
-            if trace::ON {
-                trace::add(self.meta(), Event::Recycles, 1);
-                trace::add(self.meta(), Event::RecycleNs, trace::now() - t0);
-            }
+    fn recycle(&self, seg: u32, local: u32, g: usize) {
+        debug_assert!(seg_kind(self.blocks.segments().seg_table(seg).load_relaxed()) == SegKind::Group(g));
+        let t0 = trace::now();
+        self.blocks.park(seg, local, g);
+        self.blocks.release_block(g, gid_of(seg, local));
+        if trace::ON {
+            trace::add(self.meta(), Event::Recycles, 1);
+            trace::add(self.meta(), Event::RecycleNs, trace::now() - t0);
         }
     }
 
