@@ -151,3 +151,59 @@ fn with_nothing_live_a_request_for_the_whole_heap_succeeds() {
     let s = stats(h);
     assert_eq!((s.bytes_in_use, s.free_segments), (0, SEGMENTS as u64), "{s:?}");
 }
+
+/// `free` takes a block's kind from the copy kept for the pointer's 64 KiB unit (r30), not from
+/// the block's own word: pointers into a later unit of a multi-unit block must be judged as
+/// the block's word would judge them, whatever the block served before. A 1 MiB block of
+/// 512-byte slices (16 units): a slice in unit 5 frees; once the block is parked again, a
+/// free there is a double free (a copy left at "slices" would give a slice back to a parked
+/// block, which the validator reports). A run of 256 KiB blocks (4 units each): pointers into
+/// its head's later units and into its tails are invalid, and after its free a tail's start
+/// and a unit inside it are double frees.
+#[test]
+fn frees_in_later_units_of_a_block_follow_its_kind() {
+    const UNIT: u64 = 64 << 10;
+    let cpu = CpuHeap::with_checks(4, 1, false);
+    let h = cpu.heap();
+    let count = |c: usize| h.counter(c).load_acquire();
+    // Slices of one 1 MiB block: 2048 of 512 B; the 640th starts unit 5.
+    let slices: Vec<*mut u8> = (0..2048).map(|_| h.malloc(512)).collect();
+    let block = slices[0] as u64;
+    assert!(
+        slices.iter().enumerate().all(|(i, &p)| p as u64 == block + 512 * i as u64),
+        "one block, in order"
+    );
+    let in_unit5 = slices[640];
+    assert_eq!((in_unit5 as u64 - block) / UNIT, 5);
+    h.free(in_unit5);
+    assert_eq!(stats(h).live_slices.iter().sum::<u64>(), 2047);
+    for (i, &p) in slices.iter().enumerate() {
+        if i != 640 {
+            h.free(p);
+        }
+    }
+    assert_eq!(stats(h).bytes_in_use, 0, "the block recycled");
+    h.free(in_unit5);
+    assert_eq!(
+        (count(counter::DOUBLE_FREE), count(counter::INVALID_FREE)),
+        (1, 0),
+        "a slice of a parked block"
+    );
+    stats(h);
+    // A run of eight 256 KiB blocks (a 2 MiB request plus a byte: nine blocks).
+    let run = h.malloc((2 << 20) + 1);
+    assert!(!run.is_null());
+    let at = |off: u64| (run as u64 + off) as *mut u8;
+    h.free(at(UNIT)); // the head's second unit
+    h.free(at(4 * UNIT)); // the first tail's start
+    h.free(at(5 * UNIT)); // inside the first tail
+    assert_eq!(count(counter::INVALID_FREE), 3, "pointers inside a run");
+    assert_eq!(stats(h).bytes_in_use, 9 * 4 * UNIT);
+    h.free(run);
+    h.free(at(4 * UNIT)); // a parked block's start
+    h.free(at(5 * UNIT)); // inside a parked block
+    assert_eq!(count(counter::DOUBLE_FREE), 3, "pointers into the freed run's parked blocks");
+    assert_eq!(count(counter::INVALID_FREE), 3);
+    h.trim();
+    assert_eq!(stats(h).bytes_in_use, 0);
+}
