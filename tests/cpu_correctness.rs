@@ -190,7 +190,7 @@ fn frees_in_later_units_of_a_block_follow_its_kind() {
         "a slice of a parked block"
     );
     stats(h);
-    // A run of eight 256 KiB blocks (a 2 MiB request plus a byte: nine blocks).
+    // A run of nine 256 KiB blocks (a request of 2 MiB and a byte).
     let run = h.malloc((2 << 20) + 1);
     assert!(!run.is_null());
     let at = |off: u64| (run as u64 + off) as *mut u8;
