@@ -555,10 +555,13 @@ impl<'a> Blocks<'a> {
 
     /// The copy of the kind word of the block that holds 64 KiB unit `unit` of the heap
     /// (`(address - mem) >> MIN_BLOCK_SHIFT`). Every write of a block's kind writes its units'
-    /// copies before the release that publishes it (`set_kind`), so whoever may read the kind
-    /// reads the same copy; `free` loads it from the pointer alone, in parallel with the
-    /// segment entry, where the block's own word needs the entry's group first (ncu, r30:
-    /// the two dependent loads were 16% of free's stall samples).
+    /// copies before the release that publishes it (`set_kind`, `park`, `install`, a run's
+    /// head), so whoever may read the kind reads the same copy; the one exception is
+    /// `free_block`'s CAS from WHOLE to FREE, whose copies stay WHOLE until `release_run` parks
+    /// the run, and a WHOLE copy sends `free` to the block's own word. `free` loads the copy
+    /// from the pointer alone, in parallel with the segment entry, where the block's own word
+    /// needs the entry's group first (ncu, r30: the two dependent loads were 16% of free's
+    /// stall samples).
     #[inline(always)]
     pub(crate) fn unit_kind(&self, unit: u64) -> &'a Atom32 {
         self.unit_kind_in(self.segs.count(), unit)
@@ -586,9 +589,10 @@ impl<'a> Blocks<'a> {
         self.set_unit_kinds(seg, local, g, word);
     }
 
-    /// Writes `word` to the copies of block `local` of segment `seg` (group `g`).
+    /// Writes `word` to the copies of block `local` of segment `seg` (group `g`), which the
+    /// caller owns: for the head of a run, whose own word is then written with a release.
     #[inline(always)]
-    fn set_unit_kinds(&self, seg: u32, local: u32, g: usize, word: u32) {
+    pub(crate) fn set_unit_kinds(&self, seg: u32, local: u32, g: usize, word: u32) {
         let first = seg as u64 * UNITS_PER_SEGMENT + ((local as u64) << g);
         let addr = self.segs.meta() + unit_kinds_off(self.segs.count()) + first * 4;
         // SAFETY: the block's `1 << g` units lie in its segment, whose copies are

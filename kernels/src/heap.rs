@@ -664,9 +664,10 @@ impl DeviceHeap {
         let meta = self.blocks().block_meta(seg, local);
         // Relaxed: published by the release store of the kind below.
         meta.freed.store_relaxed(k);
-        // Relaxed: the head's copies, published by the release store of the kind below
-        // (which writes the same word again).
-        self.blocks().set_kind(seg, local, g, KIND_WHOLE);
+        // Relaxed: the head's copies only, published by the release store of the kind below;
+        // the head's own word gets that store alone, so that a racing stale free's CAS from
+        // WHOLE can only read it, and acquire the run length (review of r30).
+        self.blocks().set_unit_kinds(seg, local, g, KIND_WHOLE);
         // Release: `free` of this pointer (after the user's own synchronisation) reads it.
         meta.kind.store_release(KIND_WHOLE);
         self.blocks().block_addr(g, gid) as usize as *mut u8
@@ -740,7 +741,15 @@ impl DeviceHeap {
         let local = (in_seg >> group_block_shift(g)) as u32;
         let in_block = in_seg & (group_block_bytes(g) - 1);
         match kind_parts(copy) {
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => self.free_slice(seg, local, c, in_block, p),
+            // The class's group must be the entry's: the two loads are independent, and a
+            // racing free of a stale pointer (a double free, a pointer of the segment's
+            // earlier format) may read a new entry with an old copy. Geometry from one and a
+            // class from the other would have the recycle park and insert blocks of another
+            // group, past the block and the segment (review of r30, reproduced on the CPU
+            // model); with the check, a stray free stays within its block, as before.
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
+                self.free_slice(seg, local, c, in_block, p)
+            }
             // Whole blocks, parked blocks, run tails: from the block's own kind word.
             _ => self.free_not_slice(seg, local, g, in_block, p),
         }
@@ -769,7 +778,10 @@ impl DeviceHeap {
         // Relaxed: as the copy in `free`; a second free happens-after the first, so it reads
         // its kind or a later one.
         match kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed()) {
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => self.free_slice(seg, local, c, in_block, p),
+            // The group check: as in `free`.
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
+                self.free_slice(seg, local, c, in_block, p)
+            }
             // The start of a run of whole blocks (or its second free).
             (KIND_WHOLE | KIND_FREE, _) if in_block == 0 => {
                 if self.blocks().free_block(seg, local, g) == FreeOutcome::NotHandedOut {

@@ -173,7 +173,6 @@ impl DeviceHeap {
                     return Err(HeapError::StrayBlockBit { seg, group: g });
                 }
             }
-            self.check_kind_copies(seg, kind)?;
             if run.tails > 0 && kind != SegKind::Group(run.group) {
                 return Err(HeapError::BadBlockRun { seg, local: 0 });
             }
@@ -204,6 +203,8 @@ impl DeviceHeap {
                 SegKind::Released => s.released_segments += 1,
                 SegKind::Corrupt(entry) => return Err(HeapError::CorruptEntry { seg, entry }),
             }
+            // After the entry's own checks: a corrupt entry is reported as such.
+            self.check_kind_copies(seg, kind)?;
         }
         // Acquire: quiescent heap (no kernel running); orders the read after every writer.
         s.invalid_frees = self.counter(counter::INVALID_FREE).load_acquire();
@@ -390,6 +391,7 @@ struct RunLeft {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    extern crate std;
     use super::*;
     use crate::cpu::CpuHeap;
 
@@ -449,5 +451,47 @@ mod tests {
         assert_ne!(seg, 3, "the malloc took the lowest segment");
         h.free(p);
         h.validate().expect("consistent after the free");
+    }
+
+    /// `free` loads the segment entry and the unit's kind copy independently, so a racing free
+    /// of a stale pointer (a double free, a pointer of the segment's earlier format) may see a
+    /// new entry with an old copy. Simulated here: a 16 B block (group 0) full but for one
+    /// live slice, whose unit's copy says 256-byte slices (group 4, also 4096 a block). The
+    /// free of that slice must stay within its block. Without the group check it took the
+    /// class from the copy and the geometry from the entry: the slice's give-back completed
+    /// the block, whose recycle then parked sixteen units' copies and inserted a group-4 block
+    /// id into a group-0 segment (the validator: `StrayBlockBit`), and the next 256 B malloc
+    /// got memory over live 16 B slices (review of r30).
+    #[test]
+    fn a_stale_copy_of_another_group_stays_within_its_block() {
+        use crate::block::{kind_word, KIND_SLICES};
+        use crate::class::{class_of, group_of, slices_per_block};
+        let cpu = CpuHeap::with_checks(4, 1, false);
+        let h = cpu.heap();
+        let (small, big) = (class_of(16), class_of(256));
+        assert_ne!(group_of(small), group_of(big));
+        assert_eq!(slices_per_block(small), slices_per_block(big));
+        let slices: std::vec::Vec<*mut u8> = (0..slices_per_block(small)).map(|_| h.malloc(16)).collect();
+        let keep = h.malloc(16); // the next block's first slice stays live
+        let block = slices[0] as u64;
+        assert_eq!(block, h.mem, "the first block, whole");
+        assert_eq!(keep as u64, h.mem + (64 << 10), "then the next one");
+        for &p in &slices[1..] {
+            h.free(p);
+        }
+        let unit = (block - h.mem) >> crate::class::MIN_BLOCK_SHIFT;
+        // Relaxed: one thread, no kernel running (the stale copy a racing free may read).
+        h.blocks().unit_kind(unit).store_relaxed(kind_word(KIND_SLICES, big));
+        h.free(slices[0]);
+        // Relaxed: as above (the copy back as the block's park left it).
+        h.blocks().unit_kind(unit).store_relaxed(crate::block::KIND_FREE);
+        let s = h.validate().expect("the heap stays consistent");
+        assert_eq!(s.bytes_in_use, 16, "only `keep` is live");
+        let q = h.malloc(256);
+        assert!(!q.is_null());
+        assert!((q as u64).abs_diff(keep as u64) >= 64 << 10, "a 256 B slice far from the live 16 B one");
+        h.free(q);
+        h.free(keep);
+        h.validate().expect("consistent at the end");
     }
 }
