@@ -741,31 +741,38 @@ impl DeviceHeap {
         let local = (in_seg >> group_block_shift(g)) as u32;
         let in_block = in_seg & (group_block_bytes(g) - 1);
         match kind_parts(copy) {
-            // The class's group must be the entry's: the two loads are independent, and a
-            // racing free of a stale pointer (a double free, a pointer of the segment's
+            // `free_slice` checks that the class's group is the entry's: the two loads are
+            // independent, and a racing free of a stale pointer (a double free, a pointer of the segment's
             // earlier format) may read a new entry with an old copy. Geometry from one and a
             // class from the other would have the recycle park and insert blocks of another
             // group, past the block and the segment (review of r30, reproduced on the CPU
             // model); with the check, a stray free stays within its block, as before.
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
-                self.free_slice(seg, local, c, in_block, p)
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
+                self.free_slice(seg, local, g, c, in_block, p)
             }
             // Whole blocks, parked blocks, run tails: from the block's own kind word.
             _ => self.free_not_slice(seg, local, g, in_block, p),
         }
     }
 
-    /// `free` of a pointer `in_block` bytes into block `local` of segment `seg`, which serves
-    /// slices of class `c`.
+    /// `free` of a pointer `in_block` bytes into block `local` of segment `seg` (of group `g`),
+    /// which serves slices of class `c` by its kind copy; a class of another group (see
+    /// `free`) goes to the block's own word.
     #[inline(always)]
-    fn free_slice(&self, seg: u32, local: u32, c: usize, in_block: u64, p: u64) {
-        // No division by a variable: multiply-high by the class's reciprocal.
+    fn free_slice(&self, seg: u32, local: u32, g: usize, c: usize, in_block: u64, p: u64) {
+        // No division by a variable: multiply-high by the class's reciprocal. The three tests
+        // are combined without short-circuits, so that the class entry's fields load together
+        // and one branch decides (the group check alone waited for its load first).
         let index = slice_divisor(c).div(in_block);
-        if index * slice_bytes(c) != in_block || index >= slices_per_block(c) as u64 {
+        let same_group = group_of(c) == g;
+        let exact = (index * slice_bytes(c) == in_block) & (index < slices_per_block(c) as u64);
+        if same_group & exact {
+            self.free_slices_coalesced(seg, local, c, p);
+        } else if !same_group {
+            self.free_not_slice(seg, local, g, in_block, p);
+        } else {
             // Inside a slice, or past the block's last one.
             self.bump(counter::INVALID_FREE);
-        } else {
-            self.free_slices_coalesced(seg, local, c, p);
         }
     }
 
@@ -780,7 +787,7 @@ impl DeviceHeap {
         match kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed()) {
             // The group check: as in `free`.
             (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
-                self.free_slice(seg, local, c, in_block, p)
+                self.free_slice(seg, local, g, c, in_block, p)
             }
             // The start of a run of whole blocks (or its second free).
             (KIND_WHOLE | KIND_FREE, _) if in_block == 0 => {
