@@ -748,7 +748,7 @@ impl DeviceHeap {
             // group, past the block and the segment (review of r30, reproduced on the CPU
             // model); with the check, a stray free stays within its block, as before.
             (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
-                self.free_slice(seg, local, g, c, in_block, p)
+                self.free_slice::<false>(seg, local, g, c, in_block, p)
             }
             // Whole blocks, parked blocks, run tails: from the block's own kind word.
             _ => self.free_not_slice(seg, local, g, in_block, p),
@@ -756,10 +756,19 @@ impl DeviceHeap {
     }
 
     /// `free` of a pointer `in_block` bytes into block `local` of segment `seg` (of group `g`),
-    /// which serves slices of class `c` by its kind copy; a class of another group (see
-    /// `free`) goes to the block's own word.
+    /// which serves slices of class `c` by its kind copy, or by its own word (`FROM_WORD`). A
+    /// class of another group (see `free`) goes from the copy to the block's own word, and
+    /// from the word is invalid: so the two functions cannot call each other again.
     #[inline(always)]
-    fn free_slice(&self, seg: u32, local: u32, g: usize, c: usize, in_block: u64, p: u64) {
+    fn free_slice<const FROM_WORD: bool>(
+        &self,
+        seg: u32,
+        local: u32,
+        g: usize,
+        c: usize,
+        in_block: u64,
+        p: u64,
+    ) {
         // No division by a variable: multiply-high by the class's reciprocal. The three tests
         // are combined without short-circuits, so that the class entry's fields load together
         // and one branch decides (the group check alone waited for its load first).
@@ -768,10 +777,11 @@ impl DeviceHeap {
         let exact = (index * slice_bytes(c) == in_block) & (index < slices_per_block(c) as u64);
         if same_group & exact {
             self.free_slices_coalesced(seg, local, c, p);
-        } else if !same_group {
+        } else if !same_group & !FROM_WORD {
             self.free_not_slice(seg, local, g, in_block, p);
         } else {
-            // Inside a slice, or past the block's last one.
+            // Inside a slice, past the block's last one, or (a racing stale free) a word
+            // naming a class of another group.
             self.bump(counter::INVALID_FREE);
         }
     }
@@ -785,9 +795,10 @@ impl DeviceHeap {
         // Relaxed: as the copy in `free`; a second free happens-after the first, so it reads
         // its kind or a later one.
         match kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed()) {
-            // The group check: as in `free`.
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
-                self.free_slice(seg, local, g, c, in_block, p)
+            // The group check is free_slice's (from the word: a class of another group is
+            // counted as invalid).
+            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
+                self.free_slice::<true>(seg, local, g, c, in_block, p)
             }
             // The start of a run of whole blocks (or its second free).
             (KIND_WHOLE | KIND_FREE, _) if in_block == 0 => {

@@ -494,4 +494,34 @@ mod tests {
         h.free(keep);
         h.validate().expect("consistent at the end");
     }
+
+    /// The same with the block's own kind word stale too (both name a class of another
+    /// group): `free_slice` sends the pointer to `free_not_slice`, and the word's class must be
+    /// counted as invalid rather than sent back (a version whose only stop was a guard in
+    /// `free_not_slice` looped for ever without it: found by a second review of r30).
+    #[test]
+    fn a_stale_word_and_copy_of_another_group_count_as_invalid() {
+        use crate::block::{kind_word, KIND_SLICES};
+        use crate::class::{class_of, MIN_BLOCK_SHIFT};
+        let cpu = CpuHeap::with_checks(4, 1, false);
+        let h = cpu.heap();
+        let p = h.malloc(16);
+        let off = p as u64 - h.mem;
+        let (seg, unit) = ((off >> crate::SEGMENT_SHIFT) as u32, off >> MIN_BLOCK_SHIFT);
+        let word = h.blocks().block_meta(seg, 0).kind.load_relaxed();
+        let stale = kind_word(KIND_SLICES, class_of(256));
+        // Relaxed: one thread, no kernel running (what a racing stale free may read).
+        h.blocks().block_meta(seg, 0).kind.store_relaxed(stale);
+        // Relaxed: as above.
+        h.blocks().unit_kind(unit).store_relaxed(stale);
+        h.free(p);
+        assert_eq!(h.counter(counter::INVALID_FREE).load_relaxed(), 1);
+        // Relaxed: as above, the words back as the install wrote them.
+        h.blocks().block_meta(seg, 0).kind.store_relaxed(word);
+        // Relaxed: as above.
+        h.blocks().unit_kind(unit).store_relaxed(word);
+        h.validate().expect("the stray free changed nothing");
+        h.free(p);
+        assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
+    }
 }
