@@ -60,11 +60,11 @@ const _: () = {
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
 /// `DeviceHeap::take_group`): up to `FALLBACK_FACTOR` times its class's slice, two doublings
-/// (8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below
-/// 64 B four times the slice is fewer: 24 and 32 B must reach the 160 B class of the 1 MiB
-/// group), only when the alternative is null. One doubling above 4 KiB (8 classes there) gave
-/// 38x the nulls in the GPU test that churns a 90%-full heap of sizes up to 64 KiB (4.57 M
-/// against 0.12 M at 8eed155, H200).
+/// (8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above), and at least
+/// `FALLBACK_MIN_CLASSES` classes up (below 64 B four times the slice is fewer: 24 and 32 B
+/// must reach the 160 B class of the 1 MiB group), only when the alternative is null. One
+/// doubling above 4 KiB (8 classes there) gave 38x the nulls in the GPU test that churns a
+/// 90%-full heap of sizes up to 64 KiB (4.57 M against 0.12 M at 8eed155, H200).
 pub const FALLBACK_FACTOR: u64 = 4;
 /// The fewest classes up a fallback reaches (see `FALLBACK_FACTOR`).
 pub const FALLBACK_MIN_CLASSES: usize = 8;
@@ -742,11 +742,12 @@ impl DeviceHeap {
         let in_block = in_seg & (group_block_bytes(g) - 1);
         match kind_parts(copy) {
             // `free_slice` checks that the class's group is the entry's: the two loads are
-            // independent, and a racing free of a stale pointer (a double free, a pointer of the segment's
-            // earlier format) may read a new entry with an old copy. Geometry from one and a
-            // class from the other would have the recycle park and insert blocks of another
-            // group, past the block and the segment (review of r30, reproduced on the CPU
-            // model); with the check, a stray free stays within its block, as before.
+            // independent, and a racing free of a stale pointer (a double free, a pointer of
+            // the segment's earlier format) may read a new entry with an old copy. Geometry
+            // from one and a class from the other would have the recycle park and insert
+            // blocks of another group, past the block and the segment (review of r30,
+            // reproduced on the CPU model); with the check, a stray free stays within its
+            // block, as before.
             (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
                 self.free_slice::<false>(seg, local, g, c, in_block, p)
             }

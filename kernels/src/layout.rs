@@ -142,11 +142,12 @@ pub const PIN_SHARES: u64 = 64;
 pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
 /// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four;
 /// sixteen up to 8 KiB) get half of that again: so that all of them together pin about what
-/// the rows of four classes per doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES r29): the GPU test that churns a
-/// 90%-full 4 GiB heap of sizes up to 64 KiB got 0.10 M nulls in 12 s against 0.77 M in 75 s
-/// (four classes per doubling: 0.12 M, 46 s), churn at 70% 259 nulls against 1139; but bursts
-/// of one size above 4 KiB take longer (8192 B at 2^18 threads 0.48 ms against 0.34, 40000 B
-/// at 2^16 6.5 ms against 3.8; 8192 B at 4096 threads 0.049 against 0.060).
+/// the rows of four classes per doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES
+/// r29): the GPU test that churns a 90%-full 4 GiB heap of sizes up to 64 KiB got 0.10 M
+/// nulls in 12 s against 0.77 M in 75 s (four classes per doubling: 0.12 M, 46 s), churn at
+/// 70% 259 nulls against 1139; but bursts of one size above 4 KiB take longer (8192 B at
+/// 2^18 threads 0.48 ms against 0.34, 40000 B at 2^16 6.5 ms against 3.8; 8192 B at 4096
+/// threads 0.049 against 0.060).
 pub const FINE_ROW_SHARE_SHIFT: u32 = 1;
 
 /// Bytes of what a current slot of row `row` holds: a block of the row's class (a class, or a
