@@ -314,11 +314,12 @@ impl BlockMeta {
         if old + k != per_block {
             return false;
         }
-        // Acquire: the last giver synchronises with every earlier release in the counter's
-        // release sequence before it recycles the block. A load that reads our own add (no one
-        // else writes the count until we park the block) is in that sequence; on sm_90 it is
-        // a load and an L1 invalidation, where `fence.acq_rel` was also a `MEMBAR.ALL.GPU` and
-        // its error barriers (SASS, r30 `fence/`).
+        // Acquire: the last giver synchronises with every earlier give-back before it recycles
+        // the block. This load reads our own add (no one else writes the count until we park
+        // the block), which ends the release sequence of every earlier release add, so it
+        // synchronises with them all. On sm_90 it is a load and an L1 invalidation, where
+        // `fence.acq_rel` was also a `MEMBAR.ALL.GPU` and its error barriers (SASS, r30
+        // `fence/`).
         self.freed.load_acquire();
         true
     }
