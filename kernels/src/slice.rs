@@ -548,10 +548,12 @@ impl<'a> Slots<'a> {
 
     /// Returns a block of group `g` whose every slice came back to its tree. The group is its
     /// class's: while the block is out of its tree, its segment stays formatted for that
-    /// group (no reclaim takes a segment with a block out), so the segment's entry need not
-    /// be read (one dependent load and an acquire less on the recycling free).
+    /// group (no reclaim takes a segment with a block out; `free` passes only classes of the
+    /// entry's group, even for a racing stale pointer), so the segment's entry need not be
+    /// read (one dependent load and an acquire less on the recycling free).
     #[inline(never)]
     fn recycle(&self, seg: u32, local: u32, g: usize) {
+        // Relaxed: a debug check of an entry that cannot change while the block is out.
         debug_assert!(seg_kind(self.blocks.segments().seg_table(seg).load_relaxed()) == SegKind::Group(g));
         let t0 = trace::now();
         self.blocks.park(seg, local, g);
