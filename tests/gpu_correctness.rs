@@ -218,8 +218,8 @@ fn gpu_current_blocks_do_not_pin_the_heap() {
 /// warp-coalesced path), not a 64 KiB block each: 2^18 x 8 KiB fill a 2 GiB heap exactly (8 KiB
 /// blocks leave nothing at a segment's end) with no null, where 2^18 x 64 KiB blocks used to
 /// overflow an 8 GiB heap; and 65536 requests of 4097, 6000, 10000, 40000 and 70000 B each get
-/// a slice within 12.5% of the size asked (eight classes per doubling above 4 KiB), with no
-/// null. Prints the time of each kernel (with
+/// a slice within 12.5% of the size asked (sixteen classes from 4 to 8 KiB, eight per doubling
+/// above), with no null. Prints the time of each kernel (with
 /// its copy back) and the address range handed out over the bytes asked.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
