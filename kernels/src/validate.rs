@@ -453,6 +453,20 @@ mod tests {
         h.validate().expect("consistent after the free");
     }
 
+    /// The handle carries the segment count, from which `free` finds the table, the copies and
+    /// the block metadata: a handle whose count is not the layout's is reported.
+    #[test]
+    fn a_handle_with_another_segment_count_is_an_error() {
+        let cpu = CpuHeap::new(4, 8);
+        let h = *cpu.heap();
+        h.validate().expect("the heap's own handle is consistent");
+        let wrong = DeviceHeap { num_segments: 5, ..h };
+        match wrong.validate() {
+            Err(HeapError::HandleSegments { handle: 5, layout: 4 }) => {}
+            other => panic!("expected HandleSegments, got {other:?}"),
+        }
+    }
+
     /// `free` loads the segment entry and the unit's kind copy independently, so a racing free
     /// of a stale pointer (a double free, a pointer of the segment's earlier format) may see a
     /// new entry with an old copy. Simulated here: a 16 B block (group 0) full but for one
