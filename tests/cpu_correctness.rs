@@ -165,6 +165,7 @@ fn frees_in_later_units_of_a_block_follow_its_kind() {
     const UNIT: u64 = 64 << 10;
     let cpu = CpuHeap::with_checks(4, 1, false);
     let h = cpu.heap();
+    // Acquire: one thread, no kernel running; acquire for form's sake.
     let count = |c: usize| h.counter(c).load_acquire();
     // Slices of one 1 MiB block: 2048 of 512 B; the 640th starts unit 5.
     let slices: Vec<*mut u8> = (0..2048).map(|_| h.malloc(512)).collect();

@@ -539,10 +539,11 @@ fn a_class_without_room_takes_a_larger_slice() {
     assert_empty(h);
 }
 
-/// The fallback spans two doublings above 4 KiB too, where classes are eight per doubling: in
-/// a one-segment heap whose 1 MiB blocks are all out (fifteen full of 4 KiB slices, one the
+/// The fallback spans two doublings above 4 KiB too, where classes are finer: in a
+/// one-segment heap whose 1 MiB blocks are all out (fifteen full of 4 KiB slices, one the
 /// current block of 18 KiB slices), a 5000-byte request (5120-byte class) takes an 18 KiB
-/// slice. With a fallback of eight classes (one doubling there, up to 10 KiB) it got null.
+/// slice. With a fallback of eight classes (when they were eight per doubling: up to 10 KiB)
+/// it got null; eight classes from 5120 B now reach only 7168 B.
 #[test]
 fn a_fine_class_without_room_falls_back_two_doublings() {
     let cpu = CpuHeap::new(1, 1);

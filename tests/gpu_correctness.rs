@@ -231,7 +231,7 @@ fn gpu_mid_sizes_take_slices_of_their_class() {
     for (size, n, heap_bytes) in cases.into_iter().chain(more) {
         let heap = Heap::new(&gpu, heap_bytes).unwrap();
         let usable = slice_bytes(class_of(size));
-        assert!(usable * 8 <= size * 9, "eight classes per doubling");
+        assert!(usable * 8 <= size * 9, "at least eight classes per doubling above 4 KiB");
         let t0 = std::time::Instant::now();
         let ptrs = malloc_n(&gpu, &heap, n, size);
         let ms = t0.elapsed().as_secs_f64() * 1e3;

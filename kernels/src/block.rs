@@ -509,8 +509,8 @@ pub enum FreeOutcome {
     NotHandedOut,
 }
 
-/// The block layer's part of the metadata: the block metadata, the per-group block trees and
-/// the formatter words, with the segment layer (`Segments`) beneath for formatting segments
+/// The block layer's part of the metadata: the block metadata with its kind copies per 64 KiB
+/// unit, the per-group block trees and the formatter words, with the segment layer (`Segments`) beneath for formatting segments
 /// into blocks and reclaiming them. A `Copy` view (two words) that the heap builds from its
 /// layout (`DeviceHeap::blocks`); the slice layer installs and recycles blocks through it.
 #[derive(Clone, Copy, Debug)]
@@ -550,8 +550,10 @@ impl<'a> Blocks<'a> {
         debug_assert!(count == self.segs.count());
         let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
         let addr = self.segs.meta() + blocks_off(count) + i * BLOCK_META_BYTES;
-        // SAFETY: `blocks_off` lays out `num_segments * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
-        // the metadata buffer, which lives as long as the heap; i is below that bound. A
+        // SAFETY: `blocks_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
+        // the metadata buffer, which lives as long as the heap, for `count` the layout's
+        // segment count (what callers pass: the layout's, or the handle's, which the
+        // validator checks against it and a debug assertion here); i is below that bound. A
         // BlockMeta is repr(C) of two Atom32: the two words at `addr` (on the GPU and the host,
         // `words32` is the address itself; under loom, two loom atomics of the arena).
         unsafe { &*(crate::atomic::words32(addr, 2).as_ptr() as *const BlockMeta) }
@@ -578,8 +580,9 @@ impl<'a> Blocks<'a> {
         debug_assert!(count == self.segs.count());
         let addr = self.segs.meta() + unit_kinds_off(count) + unit * 4;
         // SAFETY: the layout puts `count * UNITS_PER_SEGMENT` words at `unit_kinds_off(count)`
-        // in the metadata buffer, which lives as long as the heap; callers pass a unit of an
-        // in-range address (below that bound).
+        // in the metadata buffer, which lives as long as the heap, for `count` the layout's
+        // segment count (as in `block_meta_in`); callers pass a unit of an in-range address
+        // (below that bound).
         unsafe { crate::atomic::word32(addr) }
     }
 

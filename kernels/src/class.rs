@@ -10,7 +10,8 @@
 //! slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
 //! requests held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
 //! (73728); sixteen just above 4 KiB, where requests of a page and a header land: 4097-byte
-//! ones filled 80% with four (5120), 88.7% with eight (4608). Not below 4 KiB: eight per
+//! ones filled 80% with four (5120), 88.7% with eight (4608), 93.8% with sixteen (4352; the
+//! H200, NOTES r30). Not below 4 KiB: eight per
 //! doubling everywhere (119 classes, measured on the H200, NOTES r29) made mixed sizes up to
 //! 128..4096 B 20-35% slower to allocate on a fresh heap (a warp of mixed sizes asks for more
 //! classes, and each class's first block on each multiprocessor is an install the warp waits
@@ -56,7 +57,8 @@ pub const LINEAR_CLASSES: usize = 4;
 const LINEAR_SIZES: [(u32, u32); LINEAR_CLASSES] = [(1, 4), (3, 3), (1, 5), (3, 4)];
 /// log2 of the classes per doubling from 64 B to `FINE_FROM_BYTES`.
 pub const SUB_CLASS_BITS: u32 = 2;
-/// Requests above this get `1 << FINE_SUB_CLASS_BITS` classes per doubling.
+/// Requests above this get finer classes: `1 << FIRST_FINE_SUB_CLASS_BITS` in the doubling
+/// above it, `1 << FINE_SUB_CLASS_BITS` per doubling after that.
 pub const FINE_FROM_BYTES: u64 = 4096;
 /// log2 of the classes per doubling above `2 * FINE_FROM_BYTES`.
 pub const FINE_SUB_CLASS_BITS: u32 = 3;

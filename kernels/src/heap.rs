@@ -59,9 +59,10 @@ const _: () = {
 /// threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
-/// `DeviceHeap::take_group`): up to `FALLBACK_FACTOR` times its class's slice, two doublings
-/// (8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above), and at least
-/// `FALLBACK_MIN_CLASSES` classes up (below 64 B four times the slice is fewer: 24 and 32 B
+/// `DeviceHeap::take_group`): up to the smallest class that holds `FALLBACK_FACTOR` of its
+/// class's slices, two doublings (8 classes up to 1 KiB; 11-24 from there to 8 KiB, whose
+/// fallbacks reach into or start in the sixteen classes from 4 to 8 KiB, and 4352 B reaches
+/// 18432 B, 4.2 times; 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below 64 B four times the slice is fewer: 24 and 32 B
 /// must reach the 160 B class of the 1 MiB group), only when the alternative is null. One
 /// doubling above 4 KiB (8 classes there) gave 38x the nulls in the GPU test that churns a
 /// 90%-full heap of sizes up to 64 KiB (4.57 M against 0.12 M at 8eed155, H200).
@@ -168,8 +169,8 @@ pub struct DeviceHeap {
     /// the layout (see `HEADER_BYTES`).
     pub meta: u64,
     /// `layout().num_segments`, carried here so that `free` checks its pointer and finds the
-    /// segment table and the kind copies from its arguments alone, with no header load
-    /// before them (ncu, r30). A `u64`, so that the handle has no padding bytes (the host
+    /// segment table, the kind copies and the block metadata from its arguments alone, with no
+    /// header load before them (ncu, r30). A `u64`, so that the handle has no padding bytes (the host
     /// copies it to the GPU as plain data).
     pub num_segments: u64,
 }
@@ -787,8 +788,8 @@ impl DeviceHeap {
         }
     }
 
-    /// `free` of a pointer whose unit's kind copy is not a slice block's: decided by the
-    /// block's own kind word (the start of a run of whole blocks, or its second free; a
+    /// `free` of a pointer whose unit's kind copy is not a slice block's, or names a class of
+    /// another group than the segment entry's: decided by the block's own kind word (the start of a run of whole blocks, or its second free; a
     /// parked block; inside a run). By value: a `&self` made every `free` store the handle
     /// to local memory for this rare call.
     #[inline(never)]

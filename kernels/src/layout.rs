@@ -128,10 +128,10 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 pub const PIN_SHIFT: u32 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
 /// `PIN_SHARES` (`SLOT_ROWS` is 106) may take more than the budget in all: all current blocks
-/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (19% of the heap, with every row in
+/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (21% of the heap, with every row in
 /// use), and less with `LARGE_ROW_SHARE_SHIFT`.
 pub const PIN_SHARES: u64 = 64;
-/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 84 classes from 160 B to
+/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 92 classes from 160 B to
 /// 1 MiB, get half a share: their slots take runs of up to 16 blocks per install (see
 /// `slice::max_run`), so eight slots keep their bursts fast, and with that many rows what they
 /// pin is what fills a heap under mixed sizes (36 rows when the A/B below ran). A/B on the
@@ -141,8 +141,9 @@ pub const PIN_SHARES: u64 = 64;
 /// (Half a share for every row costs the small classes: 64 B alloc 0.25 ms against 0.15.)
 pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
 /// Rows of the classes above `FINE_FROM_BYTES` (eight per doubling, twice the rows of four;
-/// sixteen up to 8 KiB) get half of that again: so that all of them together pin about what
-/// the rows of four classes per doubling did (8 GiB: 4 slots each). A/B on the H200 (NOTES
+/// sixteen from 4 to 8 KiB) get half of that again: so that the rows of eight classes per
+/// doubling together pin what the rows of four did (the sixteen from 4 to 8 KiB twice that;
+/// 8 GiB: 4 slots each). A/B on the H200 (NOTES
 /// r29): the GPU test that churns a 90%-full 4 GiB heap of sizes up to 64 KiB got 0.10 M
 /// nulls in 12 s against 0.77 M in 75 s (four classes per doubling: 0.12 M, 46 s), churn at
 /// 70% 259 nulls against 1139; but bursts of one size above 4 KiB take longer (8192 B at

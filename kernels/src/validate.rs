@@ -436,6 +436,7 @@ mod tests {
             let copy = h.blocks().unit_kind(unit);
             // Relaxed: one thread, no kernel running.
             let saved = copy.load_relaxed();
+            // Relaxed: as above.
             copy.store_relaxed(saved ^ 1);
             match h.validate() {
                 Err(HeapError::KindCopy { seg: s, unit: u, copy: c, word }) => {
@@ -522,6 +523,7 @@ mod tests {
         let p = h.malloc(16);
         let off = p as u64 - h.mem;
         let (seg, unit) = ((off >> crate::SEGMENT_SHIFT) as u32, off >> MIN_BLOCK_SHIFT);
+        // Relaxed: one thread, no kernel running.
         let word = h.blocks().block_meta(seg, 0).kind.load_relaxed();
         let stale = kind_word(KIND_SLICES, class_of(256));
         // Relaxed: one thread, no kernel running (what a racing stale free may read).
@@ -529,6 +531,7 @@ mod tests {
         // Relaxed: as above.
         h.blocks().unit_kind(unit).store_relaxed(stale);
         h.free(p);
+        // Relaxed: as above.
         assert_eq!(h.counter(counter::INVALID_FREE).load_relaxed(), 1);
         // Relaxed: as above, the words back as the install wrote them.
         h.blocks().block_meta(seg, 0).kind.store_relaxed(word);

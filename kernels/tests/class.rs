@@ -69,10 +69,11 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
     check(MAX_CLASS_BYTES);
 }
 
-/// A request without room in its class may take a slice up to four times its class's (two
-/// doublings: 8 classes up to 4 KiB, 24 from 4 to 8 KiB, 16 above) and at least 8 classes up (below 64 B four
-/// times is fewer: 24 B reaches 160 B, the first class of the 1 MiB group), never past the
-/// largest class.
+/// A request without room in its class may take a slice up to the smallest class holding
+/// four of its class's slices (two doublings: 8 classes up to 1 KiB, 11-24 from there to
+/// 8 KiB through the sixteen classes from 4 to 8 KiB, 16 above) and at least 8 classes up
+/// (below 64 B four times is fewer: 24 B reaches 160 B, the first class of the 1 MiB group),
+/// never past the largest class.
 #[test]
 fn fallback_spans_two_doublings() {
     let top = NUM_CLASSES - 1;
