@@ -49,15 +49,17 @@ const fn align8(x: u64) -> u64 {
 /// Offset of the segment table: right after the header, in every layout.
 pub const TABLE_OFF: u64 = HEADER_BYTES;
 
-/// Offset of the kind-word copies (`HeapLayout::unit_kinds_off`) in a heap of `num_segments`
-/// segments: right after the segment table.
+/// Offset of the kind-word copies in a heap of `num_segments` segments, right after the
+/// segment table: per 64 KiB unit of the heap (`UNITS_PER_SEGMENT` a segment), a copy of the
+/// kind word of the block that holds it (see `Blocks::unit_kind`), so that `free` loads it
+/// beside the segment entry instead of after it.
 #[inline(always)]
 pub const fn unit_kinds_off(num_segments: u32) -> u64 {
     TABLE_OFF + align8(num_segments as u64 * 4)
 }
 
-/// Offset of the block metadata (`HeapLayout::blocks_off`) in a heap of `num_segments`
-/// segments: right after the kind-word copies.
+/// Offset of the block metadata in a heap of `num_segments` segments: right after the
+/// kind-word copies.
 #[inline(always)]
 pub const fn blocks_off(num_segments: u32) -> u64 {
     unit_kinds_off(num_segments) + num_segments as u64 * UNITS_PER_SEGMENT * 4
@@ -80,9 +82,7 @@ pub struct HeapLayout {
     pub seg_tree_off: u64,
     /// The block trees of groups 0, 1, ... one after another.
     pub block_tree_off: u64,
-    pub table_off: u64,
     pub seg_out_off: u64,
-    pub blocks_off: u64,
     pub current_off: u64,
     pub format_lock_off: u64,
     pub counters_off: u64,
@@ -105,12 +105,6 @@ pub struct HeapLayout {
     /// block came back, to be reclaimed when memory runs short (see
     /// `Blocks::release_block`).
     pub pending_off: u64,
-    /// Per 64 KiB unit of the heap (`UNITS_PER_SEGMENT` a segment): a copy of the kind word
-    /// of the block that holds it (see `Blocks::unit_kind`), so that `free` loads it beside
-    /// the segment entry instead of after it. `table_off`, `unit_kinds_off` and `blocks_off`
-    /// follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off()`, `blocks_off()`):
-    /// `free` finds its three words with no header load.
-    pub unit_kinds_off: u64,
 }
 
 /// Words of the reclaim-window counters (started, ended).
@@ -193,12 +187,10 @@ impl HeapLayout {
     pub const fn new(num_segments: u32, shards: u32, checks: bool) -> Self {
         assert!(shards.is_power_of_two(), "shards must be a power of two");
         let n = num_segments as u64;
-        // `free`'s two loads first, at offsets that need only the segment count (which the
-        // kernels' heap handle carries): no header load before them.
-        let table_off = TABLE_OFF;
-        let unit_kinds_off = unit_kinds_off(num_segments);
-        let blocks_off = blocks_off(num_segments);
-        let mut off = blocks_off + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
+        // First the segment table, the kind copies and the block metadata, at offsets that
+        // follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off`, `blocks_off`),
+        // which the kernels' heap handle carries: `free` finds its words with no header load.
+        let mut off = blocks_off(num_segments) + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
@@ -234,9 +226,7 @@ impl HeapLayout {
             block_tree,
             seg_tree_off,
             block_tree_off,
-            table_off,
             seg_out_off,
-            blocks_off,
             current_off,
             format_lock_off,
             counters_off,
@@ -247,7 +237,6 @@ impl HeapLayout {
             row_shard_log2: [0; ROW_TABLE],
             reclaim_off,
             pending_off,
-            unit_kinds_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }
