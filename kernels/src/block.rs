@@ -577,13 +577,19 @@ impl<'a> Blocks<'a> {
     /// handle): no header load, the copies' offset follows from the count.
     #[inline(always)]
     pub(crate) fn unit_kind_in(&self, count: u32, unit: u64) -> &'a Atom32 {
-        debug_assert!(count == self.segs.count());
-        let addr = self.segs.meta() + unit_kinds_off(count) + unit * 4;
+        let addr = self.unit_kinds_addr(count, unit);
         // SAFETY: the layout puts `count * UNITS_PER_SEGMENT` words at `unit_kinds_off(count)`
         // in the metadata buffer, which lives as long as the heap, for `count` the layout's
         // segment count (as in `block_meta_in`); callers pass a unit of an in-range address
         // (below that bound).
         unsafe { crate::atomic::word32(addr) }
+    }
+
+    /// Address of the copy for 64 KiB unit `unit` in a heap of `count` segments (the layout's).
+    #[inline(always)]
+    fn unit_kinds_addr(&self, count: u32, unit: u64) -> u64 {
+        debug_assert!(count == self.segs.count());
+        self.segs.meta() + unit_kinds_off(count) + unit * 4
     }
 
     /// Sets the kind word of block `local` of segment `seg` (group `g`), which the caller
@@ -601,7 +607,7 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     pub(crate) fn set_unit_kinds(&self, seg: u32, local: u32, g: usize, word: u32) {
         let first = seg as u64 * UNITS_PER_SEGMENT + ((local as u64) << g);
-        let addr = self.segs.meta() + unit_kinds_off(self.segs.count()) + first * 4;
+        let addr = self.unit_kinds_addr(self.segs.count(), first);
         // SAFETY: the block's `1 << g` units lie in its segment, whose copies are
         // `UNITS_PER_SEGMENT` consecutive words at `unit_kinds_off` (see `unit_kind_in`). One
         // slice for the loop: the stores' inline asm clobbers memory, so an address rederived
