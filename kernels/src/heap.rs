@@ -697,15 +697,20 @@ impl DeviceHeap {
         }
     }
 
+    /// `p`'s offset from segment 0 and its segment, `None` when `p` is not in the heap: one
+    /// compare against the handle's segment count (no header load) covers null, below the heap
+    /// and past it (the difference wraps).
+    #[inline(always)]
+    fn offset_in_heap(&self, p: u64) -> Option<(u64, u32)> {
+        let off = p.wrapping_sub(self.mem);
+        (off >> SEGMENT_SHIFT < self.num_segments).then_some((off, (off >> SEGMENT_SHIFT) as u32))
+    }
+
     /// Where `p` lives: its segment, offset in it, and what the segment holds; `None` when
     /// `p` is not in the heap.
     #[inline(always)]
     fn locate(&self, p: u64) -> Option<(u32, u64, SegKind)> {
-        if p < self.mem || p >= self.mem + self.capacity() {
-            return None;
-        }
-        let off = p - self.mem;
-        let seg = (off >> SEGMENT_SHIFT) as u32;
+        let (off, seg) = self.offset_in_heap(p)?;
         // Relaxed: `p` was handed out after the entry was set (malloc's acquire chain), and
         // the caller's free happens-after that malloc; relaxed reads that write or a later one.
         let entry = self.segments().seg_table(seg).load_relaxed();
@@ -717,15 +722,12 @@ impl DeviceHeap {
     #[inline]
     pub fn free(&self, ptr: *mut u8) {
         let p = ptr as usize as u64;
-        // One compare for null, below the heap and past it (the difference wraps).
-        let off = p.wrapping_sub(self.mem);
-        if off >> SEGMENT_SHIFT >= self.num_segments {
+        let Some((off, seg)) = self.offset_in_heap(p) else {
             if !ptr.is_null() {
                 self.bump(counter::INVALID_FREE);
             }
             return;
-        }
-        let seg = (off >> SEGMENT_SHIFT) as u32;
+        };
         // Two loads from the pointer alone, issued together: the segment's entry and the copy
         // of its block's kind word for this 64 KiB unit (the block's own word needs the
         // group first). Relaxed: `p` was handed out after both were written (malloc's acquire
