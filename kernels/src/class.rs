@@ -112,24 +112,27 @@ pub const fn class_of(size: u64) -> usize {
         if size <= FINE_FROM_BYTES {
             // x >= 64 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
             // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r + 1.
-            let r = ((x >> (l - SUB_CLASS_BITS)) & ((1 << SUB_CLASS_BITS) - 1)) as u32;
-            (4 * (l - 5) + r + 1) as usize
+            (4 * (l - 5) as usize) + sub_class(x, l, SUB_CLASS_BITS) + 1
         } else if l == FINE_FROM_SHIFT {
             // 4096 <= x < 8192 lies in [(16 + r) << 8, (17 + r) << 8): the class above that
             // interval's start, (17 + r) << 8, is class FINE_CLASS0 + r.
-            let r =
-                ((x >> (l - FIRST_FINE_SUB_CLASS_BITS)) & ((1 << FIRST_FINE_SUB_CLASS_BITS) - 1)) as usize;
-            FINE_CLASS0 + r
+            FINE_CLASS0 + sub_class(x, l, FIRST_FINE_SUB_CLASS_BITS)
         } else {
             // x >= 8192 lies in [(8 + r) << (l - 3), (9 + r) << (l - 3)): the class above that
             // interval's start, (9 + r) << (l - 3), is class FINE_CLASS0 + 16 + 8 * (l - 13) + r.
-            let r = ((x >> (l - FINE_SUB_CLASS_BITS)) & ((1 << FINE_SUB_CLASS_BITS) - 1)) as usize;
             FINE_CLASS0
                 + FIRST_FINE_CLASSES
                 + (((l - FINE_FROM_SHIFT - 1) as usize) << FINE_SUB_CLASS_BITS)
-                + r
+                + sub_class(x, l, FINE_SUB_CLASS_BITS)
         }
     }
+}
+
+/// `r` of `class_of`: the `bits` bits of `x` below its leading one (at bit `l`), which say
+/// where in its doubling `x` lies.
+#[inline(always)]
+const fn sub_class(x: u64, l: u32, bits: u32) -> usize {
+    ((x >> (l - bits)) & ((1 << bits) - 1)) as usize
 }
 
 /// The alignment `malloc(size)` guarantees: 8 bytes for requests of the 24-byte class
