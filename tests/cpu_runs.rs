@@ -34,7 +34,7 @@ fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
     let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
     assert_eq!((t1.base, t1.got, t1.got2), (h.mem + (64 << 10), per, 0));
     // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
-    h.slots().release_slices(0, 1, c, per);
+    h.slots().release_slices(0, 1, c, 0, per);
     (c, per)
 }
 
@@ -247,8 +247,8 @@ fn an_install_takes_as_many_blocks_as_already_asked_for() {
     let t = h.take_slices(c, 300).expect("a heap with room");
     assert_eq!((t.got, t.got2), (128, 128), "{t:?}");
     assert_eq!(t.base2, t.base + (1 << 20), "the run's second block");
-    h.slots().release_slices(0, 0, c, 128);
-    h.slots().release_slices(0, 1, c, 128);
+    h.slots().release_slices(0, 0, c, 0, 128);
+    h.slots().release_slices(0, 1, c, 0, 128);
     h.trim();
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");

@@ -92,6 +92,17 @@ mod imp {
         };
         r
     }
+    /// The OR of `value` over the lanes of `mask` (every lane of `mask` must execute it;
+    /// `redux.sync`, sm_80).
+    #[inline(always)]
+    pub fn reduce_or_sync(mask: u32, value: u32) -> u32 {
+        let r: u32;
+        // SAFETY: callers pass a mask of converged lanes (from match_any).
+        unsafe {
+            asm!("redux.sync.or.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
+        };
+        r
+    }
     /// `value` of lane `src` (which must be in `mask`).
     #[inline(always)]
     pub fn shfl_sync_u32(mask: u32, value: u32, src: u32) -> u32 {
@@ -271,6 +282,9 @@ mod imp {
     }
     pub fn match_any_sync(mask: u32, _value: u32) -> u32 {
         mask & 1
+    }
+    pub fn reduce_or_sync(_mask: u32, value: u32) -> u32 {
+        value
     }
     pub fn shfl_sync_u32(_mask: u32, value: u32, _src: u32) -> u32 {
         value

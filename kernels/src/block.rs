@@ -11,7 +11,10 @@
 //! atomic add on the slot (see `slot_take`).
 
 use crate::atomic::{Atom32, Atom64};
-use crate::layout::{blocks_off, unit_kinds_off, HeapLayout, BLOCK_META_BYTES, UNITS_PER_SEGMENT};
+use crate::class::{is_mask_class, MASK_CLASS0};
+use crate::layout::{
+    blocks_off, masks_off, unit_kinds_off, HeapLayout, BLOCK_MASK_BYTES, BLOCK_META_BYTES, UNITS_PER_SEGMENT,
+};
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
 pub use crate::class::{
@@ -322,6 +325,22 @@ impl BlockMeta {
         // `fence/`).
         self.freed.load_acquire();
         true
+    }
+}
+
+/// The free mask of a block of `per` slices (at most `MASK_MAX_SLICES`) with every slice free.
+#[inline(always)]
+pub const fn full_mask(per: u32) -> u64 {
+    u64::MAX >> (64 - per)
+}
+
+/// The free-mask bits of the `k` slices from slice `first` (`first + k <= 64`).
+#[inline(always)]
+pub const fn mask_range(first: u32, k: u32) -> u64 {
+    if k == 0 {
+        0
+    } else {
+        (u64::MAX >> (64 - k)) << first
     }
 }
 
@@ -637,6 +656,74 @@ impl<'a> Blocks<'a> {
         let meta = self.block_meta(seg, local);
         meta.install(kind, c);
         self.set_unit_kinds(seg, local, group_of(c), kind_word(kind, c));
+    }
+
+    /// The free mask of block `local` of segment `seg`, for blocks of a mask class
+    /// (`class::is_mask_class`; zero for every other block): bit `i` is set while slice `i`
+    /// is free and was handed out (or given back unhanded by its slot), so that its slices
+    /// can be handed out again while others are live (`Slots::take_partial`). It replaces the
+    /// free count of `BlockMeta` for those classes: all `slices_per_block` bits set means
+    /// every slice is free, and the giver that sets the last recycles the block.
+    #[inline(always)]
+    pub(crate) fn free_mask(&self, seg: u32, local: u32) -> &'a Atom64 {
+        self.free_mask_in(self.segs.count(), seg, local)
+    }
+
+    /// `free_mask(seg, local)` where the caller knows the segment count (`free`, from the
+    /// heap handle): no header load.
+    #[inline(always)]
+    pub(crate) fn free_mask_in(&self, count: u32, seg: u32, local: u32) -> &'a Atom64 {
+        debug_assert!(count == self.segs.count());
+        let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
+        let addr = self.segs.meta() + masks_off(count) + i * BLOCK_MASK_BYTES;
+        // SAFETY: `masks_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT` 8-byte words in
+        // the metadata buffer, which lives as long as the heap, for `count` the layout's
+        // segment count (as in `block_meta_in`); i is below that bound.
+        unsafe { &crate::atomic::words(addr, 1)[0] }
+    }
+
+    /// Mask class `c`'s partial-block index: a vEB tree over its group's blocks
+    /// (`block_index`), where a block is marked when its free mask may be neither empty nor
+    /// full (a hint: a taker that finds the block otherwise drops the mark and looks again,
+    /// see `Slots::take_partial`).
+    #[inline(always)]
+    pub(crate) fn partial_tree(&self, c: usize) -> crate::veb::Veb<'a> {
+        debug_assert!(is_mask_class(c));
+        let l = self.layout().partial_tree;
+        let off = self.layout().partial_off + (c - MASK_CLASS0) as u64 * l.total_words as u64 * 8;
+        // SAFETY: the layout reserved MASK_CLASSES trees of `total_words` words from
+        // `partial_off`, and c - MASK_CLASS0 < MASK_CLASSES.
+        let w = unsafe { crate::atomic::words(self.segs.meta() + off, l.total_words as usize) };
+        crate::veb::Veb::new(w, l)
+    }
+
+    /// Gives back the slices `bits` of block `local` of segment `seg` (mask class `c`); true
+    /// when this set the mask's last bit (the caller then owns the block, its mask zeroed
+    /// again, and must recycle it). A mask that was empty marks the block in its class's
+    /// partial-block index.
+    #[inline(always)]
+    pub(crate) fn give_back_bits(&self, mask: &Atom64, seg: u32, local: u32, c: usize, bits: u64) -> bool {
+        let full = full_mask(slices_per_block(c));
+        // Release: our use of the slices happens-before whoever takes them again (an acquire
+        // CAS that reads this or a later value of the mask) or recycles the block.
+        let old = mask.fetch_or_release(bits);
+        if old | bits == full {
+            // Acquire: as in `BlockMeta::give_back`: this load reads our own OR, which ends the
+            // release sequence of every earlier give-back (ORs, and takers' CASes, which are
+            // RMWs), so the recycler synchronises with them all.
+            mask.load_acquire();
+            // Relaxed: ours alone now (every slice is free); published by the recycle's release
+            // tree insert.
+            mask.store_relaxed(0);
+            return true;
+        }
+        if old == 0 {
+            // The mask was empty: no taker can have seen it partial, so no mark may exist.
+            // The insert is an acq_rel RMW after our OR: a taker that drops a stale mark and
+            // then re-reads the mask (see `Slots::take_partial`) sees our bits or our mark.
+            self.partial_tree(c).insert(block_index(group_of(c), gid_of(seg, local)));
+        }
+        false
     }
 
     /// Block tree of group `g`.

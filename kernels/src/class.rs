@@ -428,3 +428,46 @@ const _: () = assert!(RUN_BLOCK_BYTES * 4 <= MAX_SLICE_BYTES, "runs of blocks ar
 /// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
 /// asks for, so that a block serves many warps whatever their sizes.
 pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];
+
+/// Most slices a block of a "mask class" holds: one bit each in a 64-bit free mask.
+pub const MASK_MAX_SLICES: u32 = 64;
+
+/// Whether class `c` keeps a free mask per block (see `block::Blocks::free_mask`) instead of a
+/// free count: its blocks hold at most `MASK_MAX_SLICES` slices (16 KiB and up), so that a
+/// block whose slices are partly free can hand those out again (`slice::Slots::take_partial`).
+/// A block of many small slices empties often enough under churn to come back whole; one of
+/// 4..64 slices rarely does (at 70% live, retired blocks of these classes held about three
+/// times their live bytes on the CPU model, NOTES r30).
+#[inline(always)]
+pub const fn is_mask_class(c: usize) -> bool {
+    c >= MASK_CLASS0
+}
+
+/// The first mask class (see `is_mask_class`): every class from it up has at most
+/// `MASK_MAX_SLICES` slices per block, every class below more.
+pub const MASK_CLASS0: usize = {
+    let mut c = 0;
+    while slices_per_block(c) > MASK_MAX_SLICES {
+        c += 1;
+    }
+    c
+};
+/// Mask classes, one partial-block index each.
+pub const MASK_CLASSES: usize = NUM_CLASSES - MASK_CLASS0;
+/// Ids per segment in a mask class's partial-block index (`block::block_index` of its
+/// blocks): the most blocks a segment of a mask class's group holds.
+pub const PARTIAL_IDS_PER_SEGMENT: u32 = group_blocks_per_segment(group_of(MASK_CLASS0));
+
+const _: () = {
+    let mut c = MASK_CLASS0;
+    while c < NUM_CLASSES {
+        assert!(slices_per_block(c) <= MASK_MAX_SLICES, "every class from MASK_CLASS0 up");
+        assert!(group_blocks_per_segment(group_of(c)) <= PARTIAL_IDS_PER_SEGMENT);
+        c += 1;
+    }
+    let mut i = 0;
+    while i < PACKED_CLASSES.len() {
+        assert!(!is_mask_class(PACKED_CLASSES[i]), "packed blocks count their frees");
+        i += 1;
+    }
+};

@@ -127,8 +127,12 @@ impl DeviceHeap {
                     go.whole_blocks += 1;
                     continue;
                 }
-                // Acquire: as above.
-                let freed = m.freed.load_acquire();
+                // Acquire: as above. A mask class counts its free slices in its free mask.
+                let freed = if k == KIND_SLICES && crate::class::is_mask_class(c) {
+                    self.blocks().free_mask(seg, local).load_acquire().count_ones()
+                } else {
+                    m.freed.load_acquire()
+                };
                 let co = &mut o.classes[c];
                 match current(c, gid) {
                     Some(handed) => {

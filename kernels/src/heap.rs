@@ -13,7 +13,8 @@ use crate::block::{
 };
 use crate::check::HandOut;
 use crate::class::{
-    block_bytes, block_run_len, class_of, slice_divisor, MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
+    block_bytes, block_run_len, class_of, is_mask_class, slice_divisor, MIN_BLOCK_SHIFT, RUN_GROUPS,
+    UNIT_RUN_GROUP,
 };
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
@@ -511,7 +512,8 @@ impl DeviceHeap {
                     if k == CTA_RUNS {
                         // No room for a third piece: it goes back, as if freed.
                         let (seg, local) = self.block_of(b, c);
-                        self.slots().release_slices(seg, local, c, g);
+                        let first = self.slice_in_block(b, c);
+                        self.slots().release_slices(seg, local, c, first, g);
                         continue;
                     }
                     if self.checking() {
@@ -620,7 +622,8 @@ impl DeviceHeap {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
-            self.slots().release_slices(seg, local, c, credit);
+            // Packed classes count their frees (no mask): the first slice does not matter.
+            self.slots().release_slices(seg, local, c, 0, credit);
         }
     }
 
@@ -633,6 +636,13 @@ impl DeviceHeap {
             (off >> SEGMENT_SHIFT) as u32,
             ((off & (SEGMENT_BYTES - 1)) >> group_block_shift(group_of(c))) as u32,
         )
+    }
+
+    /// Index in its block (of class `c`) of the slice at heap address `addr`.
+    #[inline(always)]
+    pub fn slice_in_block(&self, addr: u64, c: usize) -> u32 {
+        let in_block = (addr - self.mem) & (group_block_bytes(group_of(c)) - 1);
+        slice_divisor(c).div(in_block) as u32
     }
 
     /// A run of `k` whole blocks of run group `RUN_GROUPS[i]` (it may cross segments, see
@@ -780,7 +790,7 @@ impl DeviceHeap {
         let same_group = group_of(c) == g;
         let exact = (index * slice_bytes(c) == in_block) & (index < slices_per_block(c) as u64);
         if same_group & exact {
-            self.free_slices_coalesced(seg, local, c, p);
+            self.free_slices_coalesced(seg, local, c, index as u32, p);
         } else if !same_group & !FROM_WORD {
             self.free_not_slice(seg, local, g, in_block, p);
         } else {
@@ -817,17 +827,29 @@ impl DeviceHeap {
         }
     }
 
-    /// The lanes freeing slices of the same block give them back with one atomic. With
-    /// checks, each lane first clears its slice's hand-out bit; lanes whose bit was already
-    /// clear are counted as double frees and give nothing back.
+    /// The lanes freeing slices of the same block give them back with one atomic: a count, or
+    /// for a mask class (`class::is_mask_class`) the OR of their slices' bits (slice `index`
+    /// is this lane's). With checks, each lane first clears its slice's hand-out bit; lanes
+    /// whose bit was already clear are counted as double frees and give nothing back.
     #[inline(always)]
-    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, addr: u64) {
-        let key = seg * MAX_BLOCKS_PER_SEGMENT + local;
+    fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, index: u32, addr: u64) {
+        let masked = is_mask_class(c);
+        // The block, and whether its class keeps a mask: lanes whose copies disagree on that
+        // (a racing stale free) are not peers, so every peer takes the same path below.
+        let key = (seg * MAX_BLOCKS_PER_SEGMENT + local) << 1 | masked as u32;
         let peers = arch::match_any_sync(arch::activemask(), key);
         let owned = !self.checking() || self.hand_out().unmark_warp(peers, addr);
         let owned_lanes = arch::ballot_sync(peers, owned);
-        // Orders every peer's last access to its slice before the leader's release add below
-        // (and so before the block's recycler): match.any and vote order no memory,
+        let bits = if masked {
+            let mine = if owned { 1u64 << index } else { 0 };
+            let lo = arch::reduce_or_sync(peers, mine as u32);
+            let hi = arch::reduce_or_sync(peers, (mine >> 32) as u32);
+            (hi as u64) << 32 | lo as u64
+        } else {
+            0
+        };
+        // Orders every peer's last access to its slice before the leader's release RMW below
+        // (and so before the block's recycler): match.any, vote and redux order no memory,
         // bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync), and the release is
         // cumulative over what the leader has observed.
         arch::syncwarp(peers);
@@ -836,7 +858,12 @@ impl DeviceHeap {
             if bad > 0 {
                 self.bump_by(counter::DOUBLE_FREE, bad as u64);
             }
-            if owned_lanes != 0 {
+            if masked {
+                if bits != 0 {
+                    let mask = self.blocks().free_mask_in(self.num_segments as u32, seg, local);
+                    self.slots().release_bits(mask, seg, local, c, bits);
+                }
+            } else if owned_lanes != 0 {
                 let meta = self.blocks().block_meta_in(self.num_segments as u32, seg, local);
                 self.slots().release_slices_of(meta, seg, local, c, owned_lanes.count_ones());
             }

@@ -4,8 +4,8 @@
 //! offsets from it, and it names none of them.
 
 use crate::class::{
-    group_block_bytes, group_of, BLOCK_TARGET_BYTES, FINE_CLASS0, MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT,
-    NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES, RUN_GROUPS,
+    group_block_bytes, group_of, BLOCK_TARGET_BYTES, FINE_CLASS0, MASK_CLASSES, MAX_BLOCKS_PER_SEGMENT,
+    MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES, PARTIAL_IDS_PER_SEGMENT, RUN_GROUPS,
 };
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -65,6 +65,17 @@ pub const fn blocks_off(num_segments: u32) -> u64 {
     unit_kinds_off(num_segments) + num_segments as u64 * UNITS_PER_SEGMENT * 4
 }
 
+/// Bytes of one block's free mask (`block::Blocks::free_mask`: mask classes only).
+pub const BLOCK_MASK_BYTES: u64 = 8;
+
+/// Offset of the blocks' free masks in a heap of `num_segments` segments: right after the
+/// block metadata, one per block slot, so that `free` finds a block's mask from the segment
+/// count alone, as its metadata.
+#[inline(always)]
+pub const fn masks_off(num_segments: u32) -> u64 {
+    blocks_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES
+}
+
 /// Where every part of the metadata lives, as byte offsets from its base.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +116,12 @@ pub struct HeapLayout {
     /// block came back, to be reclaimed when memory runs short (see
     /// `Blocks::release_block`).
     pub pending_off: u64,
+    /// Layout of each mask class's partial-block index (all alike: `num_segments *
+    /// PARTIAL_IDS_PER_SEGMENT` ids, see `Blocks::partial_tree`).
+    pub partial_tree: VebLayout,
+    /// The partial-block indexes of the mask classes `MASK_CLASS0, MASK_CLASS0 + 1, ...`, one
+    /// after another.
+    pub partial_off: u64,
 }
 
 /// Words of the reclaim-window counters (started, ended).
@@ -188,9 +205,10 @@ impl HeapLayout {
         assert!(shards.is_power_of_two(), "shards must be a power of two");
         let n = num_segments as u64;
         // First the segment table, the kind copies and the block metadata, at offsets that
-        // follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off`, `blocks_off`),
-        // which the kernels' heap handle carries: `free` finds its words with no header load.
-        let mut off = blocks_off(num_segments) + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES;
+        // follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off`, `blocks_off`,
+        // `masks_off`), which the kernels' heap handle carries: `free` finds its words with no
+        // header load.
+        let mut off = masks_off(num_segments) + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_MASK_BYTES;
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;
@@ -217,6 +235,9 @@ impl HeapLayout {
         off += RECLAIM_WORDS * 8;
         let pending_off = off;
         off += seg_tree.total_words as u64 * 8;
+        let partial_tree = VebLayout::new(n * PARTIAL_IDS_PER_SEGMENT as u64);
+        let partial_off = off;
+        off += MASK_CLASSES as u64 * partial_tree.total_words as u64 * 8;
         Self {
             num_segments,
             shards,
@@ -237,6 +258,8 @@ impl HeapLayout {
             row_shard_log2: [0; ROW_TABLE],
             reclaim_off,
             pending_off,
+            partial_tree,
+            partial_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }
@@ -301,6 +324,9 @@ impl HeapLayout {
             return None;
         }
         if VebLayout::try_new(n * MAX_BLOCKS_PER_SEGMENT as u64).is_none() {
+            return None;
+        }
+        if VebLayout::try_new(n * PARTIAL_IDS_PER_SEGMENT as u64).is_none() {
             return None;
         }
         Some(Self::new(num_segments, shards, checks))

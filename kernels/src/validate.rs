@@ -3,10 +3,12 @@
 //! other, as mimalloc's segment validator does.
 
 use crate::block::{
-    gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, run_block_handed,
-    runs_cross_segments, slice_bytes, slices_per_block, slot_blocks, slot_parts, split_gid, KIND_FREE,
-    KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES, NUM_GROUPS,
+    block_index, gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, mask_range,
+    run_block_handed, runs_cross_segments, slice_bytes, slices_per_block, slot_blocks, slot_parts, split_gid,
+    KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
+    NUM_GROUPS,
 };
+use crate::class::{is_mask_class, MASK_CLASS0};
 use crate::heap::{counter, DeviceHeap};
 use crate::layout::{SLOT_ROWS, UNITS_PER_SEGMENT};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
@@ -128,6 +130,15 @@ pub enum HeapError {
     /// The handle's segment count (`DeviceHeap::num_segments`) is not the layout's: the
     /// layers would find the table and the block metadata at the wrong offsets.
     HandleSegments { handle: u64, layout: u32 },
+    /// A block's free mask (`Blocks::free_mask`) that its state does not allow: not zero in a
+    /// block that serves no mask class (parked, whole, free segment, a class that counts its
+    /// frees), a bit past the slices its slot has passed, or every slice's (not recycled).
+    FreeMask { seg: u32, local: u32, mask: u64 },
+    /// A block of mask class `class` with free slices that the class's partial-block index does
+    /// not mark: no take would find them (`Slots::take_partial`).
+    LostPartialMark { seg: u32, local: u32, class: usize },
+    /// A mask class's partial-block index (`Blocks::partial_tree`) whose summaries hide a mark.
+    PartialTree { class: usize, err: crate::veb::VebError },
 }
 
 impl DeviceHeap {
@@ -144,6 +155,13 @@ impl DeviceHeap {
         for g in 0..NUM_GROUPS {
             s.stale_summary_bits +=
                 self.blocks().block_tree(g).check().map_err(|err| HeapError::Tree { tree: Some(g), err })?;
+        }
+        for class in MASK_CLASS0..NUM_CLASSES {
+            s.stale_summary_bits += self
+                .blocks()
+                .partial_tree(class)
+                .check()
+                .map_err(|err| HeapError::PartialTree { class, err })?;
         }
         for row in 0..SLOT_ROWS {
             for shard in self.layout().row_shards(row)..self.layout().shards {
@@ -192,6 +210,7 @@ impl DeviceHeap {
                         if (m.freed.load_acquire(), m.kind.load_acquire()) != (0, KIND_FREE) {
                             return Err(HeapError::FreeBlockNotParked { seg, local });
                         }
+                        self.check_mask(seg, local, 0)?;
                     }
                     s.free_segments += 1
                 }
@@ -271,6 +290,17 @@ impl DeviceHeap {
         Ok(())
     }
 
+    /// Block `local` of segment `seg` must have the free mask `want` (zero: a block that
+    /// serves no mask class, see `HeapError::FreeMask`).
+    fn check_mask(&self, seg: u32, local: u32, want: u64) -> Result<(), HeapError> {
+        // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+        let mask = self.blocks().free_mask(seg, local).load_acquire();
+        if mask != want {
+            return Err(HeapError::FreeMask { seg, local, mask });
+        }
+        Ok(())
+    }
+
     /// With checks, block `local`'s hand-out bits must number its live slices (for a packed
     /// block, its live objects: one bit per object).
     fn check_bits(&self, seg: u32, local: u32, g: usize, live: u32) -> Result<(), HeapError> {
@@ -299,9 +329,15 @@ impl DeviceHeap {
         let bps = group_blocks_per_segment(g);
         // Tail blocks still expected after the head of a run of whole blocks.
         let mut tails = run.tails;
+        // Block slots past the group's blocks hold no mask.
+        for local in bps..MAX_BLOCKS_PER_SEGMENT {
+            self.check_mask(seg, local, 0)?;
+        }
         for local in 0..bps {
             let gid = gid_of(seg, local);
             let m = self.blocks().block_meta(seg, local);
+            // Acquire: quiescent heap (no kernel running); orders the read after every writer.
+            let mask = self.blocks().free_mask(seg, local).load_acquire();
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
             let freed = m.freed.load_acquire();
             // Acquire: quiescent heap (no kernel running); orders the read after every writer.
@@ -315,10 +351,15 @@ impl DeviceHeap {
                 if freed != 0 || word != KIND_FREE {
                     return Err(HeapError::FreeBlockNotParked { seg, local });
                 }
+                self.check_mask(seg, local, 0)?;
                 self.check_bits(seg, local, g, 0)?;
                 continue;
             }
             out += 1;
+            let masked = matches!(kind, KIND_SLICES) && c < NUM_CLASSES && is_mask_class(c);
+            if !masked {
+                self.check_mask(seg, local, 0)?;
+            }
             if kind == KIND_FREE {
                 if freed == 0 && self.is_reserved(seg, local) {
                     s.reserved_blocks += 1;
@@ -356,6 +397,19 @@ impl DeviceHeap {
             s.slice_blocks[c] += 1;
             // A block out of its slot has handed out (or given back) all its slices.
             let handed = is_current(c, gid).unwrap_or(slices_per_block(c));
+            // A mask class's free slices are its mask's bits (its count stays zero): all among
+            // the slices its slot has passed, and marked in its class's partial-block index.
+            let freed = if masked {
+                if freed != 0 || mask & !mask_range(0, handed) != 0 {
+                    return Err(HeapError::FreeMask { seg, local, mask });
+                }
+                if mask != 0 && !self.blocks().partial_tree(c).contains(block_index(g, gid)) {
+                    return Err(HeapError::LostPartialMark { seg, local, class: c });
+                }
+                mask.count_ones()
+            } else {
+                freed
+            };
             if freed > handed {
                 return Err(HeapError::OverFreed { seg, local });
             }
@@ -452,6 +506,43 @@ mod tests {
         assert_ne!(seg, 3, "the malloc took the lowest segment");
         h.free(p);
         h.validate().expect("consistent after the free");
+    }
+
+    /// A block of a mask class whose freed slices its class's partial-block index does not
+    /// mark would never hand them out again; a mask bit where the block serves no mask class,
+    /// or past what its slot handed out, would hand out memory that is not free.
+    #[test]
+    fn free_masks_and_partial_marks_are_checked() {
+        let cpu = CpuHeap::new(4, 8);
+        let h = cpu.heap();
+        let c = crate::class::class_of(40_000);
+        assert!(crate::class::is_mask_class(c));
+        let (p, q) = (h.malloc(40_000), h.malloc(40_000));
+        h.free(p);
+        h.validate().expect("consistent: a block with one free slice, marked");
+        let (seg, local) = h.block_of(p as u64, c);
+        let id = crate::block::block_index(group_of(c), gid_of(seg, local));
+        assert!(h.blocks().partial_tree(c).remove(id));
+        assert_eq!(h.validate(), Err(HeapError::LostPartialMark { seg, local, class: c }));
+        h.blocks().partial_tree(c).insert(id);
+        // The block's slot has handed out two slices: a bit for the third is not a free slice.
+        let mask = h.blocks().free_mask(seg, local);
+        // Relaxed: one thread, no kernel running.
+        mask.fetch_or_relaxed(1 << 2);
+        assert_eq!(h.validate(), Err(HeapError::FreeMask { seg, local, mask: 0b101 }));
+        // Relaxed: as above.
+        mask.fetch_and_relaxed(!(1 << 2));
+        // A mask on a parked block (the segment's next block, in its tree).
+        let parked = h.blocks().free_mask(seg, local + 2);
+        // Relaxed: as above.
+        parked.store_relaxed(1);
+        assert_eq!(h.validate(), Err(HeapError::FreeMask { seg, local: local + 2, mask: 1 }));
+        // Relaxed: as above.
+        parked.store_relaxed(0);
+        h.validate().expect("consistent again");
+        h.free(q);
+        h.trim();
+        assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
     }
 
     /// The handle carries the segment count, from which `free` finds the table, the copies and

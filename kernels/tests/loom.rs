@@ -412,8 +412,8 @@ mod real {
     use veballoc_kernels::arch::set_host_thread_index;
     use veballoc_kernels::atomic::LoomMeta;
     use veballoc_kernels::class::{
-        block_run_len, class_of, group_block_bytes, group_blocks_per_segment, group_of, slice_bytes,
-        slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
+        block_run_len, class_of, group_block_bytes, group_blocks_per_segment, group_of, is_mask_class,
+        slice_bytes, slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
     use veballoc_kernels::layout::RUN_ROW0;
@@ -690,7 +690,7 @@ mod real {
             assert_eq!(qs[0], Some(MEM + (per_block as u64 - 1) * slice_bytes(c)), "block 0's last slice");
             assert_ne!(qs[0], qs[1]);
             // Give back what the test took in bulk (one atomic, as `settle_packed` does).
-            m.heap.slots().release_slices(0, 0, c, per_block - 2);
+            m.heap.slots().release_slices(0, 0, c, 1, per_block - 2);
             m.check_whole(&[p0, run], (0, 0, 0));
         });
     }
@@ -888,8 +888,8 @@ mod real {
             assert_eq!(mine.len() as u32, got.total());
             // Give back what the test took in bulk (one atomic each, as `settle_packed` does):
             // block 0 whole, block 1 but for the freed slice.
-            m.heap.slots().release_slices(0, 0, c, per);
-            m.heap.slots().release_slices(0, 1, c, per - 2);
+            m.heap.slots().release_slices(0, 0, c, 0, per);
+            m.heap.slots().release_slices(0, 1, c, 0, per - 2);
             m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0));
         });
     }
@@ -932,7 +932,7 @@ mod real {
     fn give_back(m: &Model, c: usize, t: &veballoc_kernels::slice::Taken) {
         for (b, n) in pieces(t) {
             let (seg, local) = m.heap.block_of(b, c);
-            m.heap.slots().release_slices(seg, local, c, n);
+            m.heap.slots().release_slices(seg, local, c, m.heap.slice_in_block(b, c), n);
         }
     }
 
@@ -1208,5 +1208,93 @@ mod real {
             assert!(big + BIG <= small || small + SMALL <= big, "overlapping runs {big:#x} {small:#x}");
             m.check_whole(&[big as *mut u8, small as *mut u8], (0, 0, 0));
         });
+    }
+
+    // Free masks (classes of at most 64 slices a block): partial takes against the free that
+    // completes a block, its recycle, and its next install.
+
+    /// A block of mask class `c` (40 KB slices) wholly handed out on multiprocessor 0, with
+    /// slices 0 and 1 freed: a partial take of one slice (multiprocessor 1) races the give-back
+    /// of the block's other slices (multiprocessor 2), which recycles the block if the take has
+    /// not cleared a bit, and (with `other`) a thread on multiprocessor 3 that mallocs `other`
+    /// bytes twice and frees both, which may install the recycled block for that class: its
+    /// mask is then the same two low bits, so the take's CAS may succeed on it and must give
+    /// the bits back. Every slice has one owner at a time (the cells), and the heap is whole at
+    /// the end.
+    fn partial_take_races_the_last_give_back(other: Option<u64>) {
+        let c = class_of(40_000);
+        let c2 = class_of(other.unwrap_or(40_000));
+        assert!(is_mask_class(c) && is_mask_class(c2) && group_of(c) == group_of(c2));
+        let per = slices_per_block(c);
+        let preemptions = if other.is_some() { PREEMPTIONS_LARGE } else { PREEMPTIONS };
+        model(preemptions, move || {
+            // The third thread's mallocs may take freed slices of block 0 (lowest first).
+            let mut addrs = slices(c, 0..3, 4);
+            addrs.extend(slices(c2, 0..3, 2));
+            let m = Model::with_all_shards(1, addrs);
+            set_host_thread_index(0);
+            let t = m.heap.take_slices(c, per).unwrap();
+            assert_eq!((t.base, t.got), (MEM, per));
+            // Slices 0 and 1 come back (their owners wrote them first).
+            for r in 0..2 {
+                m.cells.write(t.addr(r, slice_bytes(c)) as *mut u8);
+                m.heap.free(t.addr(r, slice_bytes(c)) as *mut u8);
+            }
+            let a = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(1);
+                let got = a.heap.slots().take_partial(c, 1);
+                if let Some(g) = got {
+                    assert_eq!(g.total(), 1);
+                    // A slice of the class asked for (a block reinstalled for another class
+                    // between the take's look and its CAS has smaller slices).
+                    assert_eq!(a.heap.usable_size(g.base as *const u8), slice_bytes(c));
+                    a.cells.write(g.base as *mut u8);
+                }
+                got.map(|g| g.base)
+            });
+            let b = m.clone();
+            let giver = thread::spawn(move || {
+                set_host_thread_index(2);
+                b.heap.slots().release_slices(0, 0, c, 2, per - 2);
+            });
+            let o = m.clone();
+            let third = other.map(|other| {
+                thread::spawn(move || {
+                    set_host_thread_index(3);
+                    let ps = [o.heap.malloc(other), o.heap.malloc(other)];
+                    for p in ps {
+                        assert!(!p.is_null());
+                        o.cells.write(p);
+                    }
+                    for p in ps {
+                        o.heap.free(p);
+                    }
+                })
+            });
+            let got = taker.join().unwrap();
+            giver.join().unwrap();
+            if let Some(t) = third {
+                t.join().unwrap();
+            }
+            if let Some(base) = got {
+                // A freed slice of its class: of block 0, or of the block the third thread
+                // installed for it and freed.
+                let in_block = (base - MEM) % group_block_bytes(group_of(c));
+                assert!(in_block % slice_bytes(c) == 0, "{base:#x}");
+            }
+            let mine: Vec<*mut u8> = got.into_iter().map(|b| b as *mut u8).collect();
+            m.check_whole(&mine, (0, 0, 0));
+        });
+    }
+
+    #[test]
+    fn a_partial_take_races_the_last_give_back() {
+        partial_take_races_the_last_give_back(None);
+    }
+
+    #[test]
+    fn a_partial_take_races_the_last_give_back_and_a_reinstall_for_another_class() {
+        partial_take_races_the_last_give_back(Some(20_000));
     }
 }
