@@ -97,7 +97,7 @@ impl CpuHeap {
                             && slice_class(sizes[l]) == c
                     })
                     .collect();
-                let taken = self.heap.take_group(c, group.len() as u32);
+                let taken = self.heap.take_group::<true>(c, group.len() as u32);
                 for (rank, &l) in group.iter().enumerate() {
                     done[l] = true;
                     match taken {

@@ -213,13 +213,6 @@ impl<'a> Slots<'a> {
     /// that what a take gets is one piece).
     #[inline]
     pub fn take_in_row(&self, row: usize, n: u32) -> Option<Taken> {
-        // Mask classes hand out freed slices of their partly live blocks first (lowest block
-        // first), then their slot's run.
-        if row < NUM_CLASSES && is_mask_class(row) {
-            if let Some(t) = self.take_partial(row, n) {
-                return Some(t);
-            }
-        }
         let shard = self.home_shard(row);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
@@ -271,6 +264,19 @@ impl<'a> Slots<'a> {
             }
         }
         self.steal(row, n)
+    }
+
+    /// `take_in_row` for class `c`, which for a mask class first takes free slices of its
+    /// partly live blocks (lowest block first, see `take_partial`), then from its slot's run.
+    #[inline(always)]
+    pub fn take_in_class(&self, c: usize, n: u32) -> Option<Taken> {
+        if is_mask_class(c) {
+            let (base, got) = self.take_partial(c, n);
+            if got > 0 {
+                return Some(Taken::one(base, got));
+            }
+        }
+        self.take_in_row(c, n)
     }
 
     /// A run of `k` contiguous blocks of run group `RUN_GROUPS[i]`, taken with one atomic from
@@ -548,7 +554,7 @@ impl<'a> Slots<'a> {
     /// Gives back the `k` slices from slice `first` of block `local` of segment `seg` (of
     /// class `c`); the giver that completes the block recycles it. A block of a mask class
     /// gets their bits, any other block its free count (`first` unused).
-    #[inline(always)]
+    #[inline(never)]
     pub fn release_slices(&self, seg: u32, local: u32, c: usize, first: u32, k: u32) {
         if is_mask_class(c) {
             self.release_bits(self.blocks.free_mask(seg, local), seg, local, c, mask_range(first, k));
@@ -579,19 +585,21 @@ impl<'a> Slots<'a> {
     /// Up to `n` slices of mask class `c` that were handed out and freed, or given back
     /// unhanded by a retired slot, from a block whose other slices may be live: the lowest
     /// run of free slices (at most `n`) of the lowest block in the class's partial-block
-    /// index, taken with one CAS on the block's free mask. `None` when the index shows no
-    /// such block (or, after `PARTIAL_VISITS` blocks or `PARTIAL_CAS_TRIES` lost CASes on
-    /// each, none could be had): the caller takes from its slot's run. Before this, a block
+    /// index, taken with one CAS on the block's free mask: (first slice's address, slices).
+    /// No slices when the index shows no such block (or, after `PARTIAL_VISITS` blocks or
+    /// `PARTIAL_CAS_TRIES` lost CASes on each, none could be had): the caller takes from its
+    /// slot's run. A pair, not an `Option<Taken>`: returned in registers. Before this, a block
     /// of 4..64 slices came back only when every slice was free, and under churn at 70% live
     /// such blocks held 809 MiB for about 270 MiB of live slices (CPU model, NOTES r30).
     #[inline(never)]
-    pub fn take_partial(&self, c: usize, n: u32) -> Option<Taken> {
+    #[cold]
+    pub fn take_partial(self, c: usize, n: u32) -> (u64, u32) {
         let tree = self.blocks.partial_tree(c);
         let (g, per) = (group_of(c), slices_per_block(c));
         let (full, word) = (full_mask(per), kind_word(KIND_SLICES, c));
         let mut from = 0;
         for _ in 0..PARTIAL_VISITS {
-            let id = tree.successor(from)?;
+            let Some(id) = tree.successor(from) else { return (0, 0) };
             let gid = block_at(g, id);
             let (seg, local) = split_gid(gid);
             let (mask, meta) = (self.blocks.free_mask(seg, local), self.blocks.block_meta(seg, local));
@@ -637,10 +645,7 @@ impl<'a> Slots<'a> {
                 // the CAS: the block recycled and installed for another class) another's.
                 let now = meta.kind.load_relaxed();
                 if now == word {
-                    return Some(Taken::one(
-                        self.blocks.block_addr(g, gid) + low as u64 * slice_bytes(c),
-                        len,
-                    ));
+                    return (self.blocks.block_addr(g, gid) + low as u64 * slice_bytes(c), len);
                 }
                 // Another class's slices: theirs again, as they were.
                 match kind_parts(now) {
@@ -656,7 +661,7 @@ impl<'a> Slots<'a> {
             }
             from = id + 1;
         }
-        None
+        (0, 0)
     }
 
     /// Returns a block of group `g` whose every slice came back to its tree. The group is its
