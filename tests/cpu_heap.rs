@@ -509,8 +509,8 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
 /// Each group takes whole segments, so a heap may have none left for a class whose group has
 /// no room while a larger group's blocks have some: the request then takes a slice of a
 /// larger class (up to `fallback_last`) rather than null. With one segment, formatted
-/// for the group of 1 MiB blocks (160 B .. 256 KiB slices), 100-byte requests (112-byte slices,
-/// blocks of 512 KiB) take 160-byte slices; without the fallback they got null.
+/// for the group of 1 MiB blocks (144 B .. 256 KiB slices), 100-byte requests (104-byte slices,
+/// blocks of 512 KiB) take 144-byte slices; without the fallback they got null.
 #[test]
 fn a_class_without_room_takes_a_larger_slice() {
     let cpu = CpuHeap::new(1, 1);
@@ -522,17 +522,17 @@ fn a_class_without_room_takes_a_larger_slice() {
     for w in ps.windows(2) {
         assert_eq!(
             w[1] as u64 - w[0] as u64,
-            160,
+            144,
             "one group, slices of the smallest larger class with room"
         );
     }
     let b = h.malloc(100);
-    assert_eq!(h.usable_size(b), 160);
-    // 24 and 32 B (blocks of 128 KiB) reach the 1 MiB group too: their fallback is at least
-    // eight classes up, though four times their slice is below 160 B.
+    assert_eq!(h.usable_size(b), 144);
+    // 24 and 32 B (blocks of 128 KiB) reach the 1 MiB group too: their fallback reaches its
+    // first class (`FALLBACK_FLOOR`), though four times their slice is below 144 B.
     let small: Vec<_> = [24u64, 32].iter().map(|&n| h.malloc(n)).collect();
     assert!(small.iter().all(|p| !p.is_null()), "{small:?}");
-    assert!(small.iter().all(|&p| h.usable_size(p) >= 160));
+    assert!(small.iter().all(|&p| h.usable_size(p) >= 144));
     for p in ps.into_iter().chain([a, b]).chain(small) {
         h.free(p);
     }

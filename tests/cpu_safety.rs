@@ -190,7 +190,7 @@ fn collective_calls_on_the_host_serve_one_thread() {
     let h = cpu.heap();
     let (a, b) = (h.malloc_warp(100), h.malloc_block(100));
     assert!(!a.is_null() && !b.is_null() && a != b);
-    assert_eq!((h.usable_size(a), h.usable_size(b)), (112, 112));
+    assert_eq!((h.usable_size(a), h.usable_size(b)), (104, 104));
     let big = h.malloc_block(10_000); // a 10240-byte slice (classes are eight per doubling there)
     assert_eq!(h.usable_size(big), 10240);
     for p in [a, b, big] {

@@ -55,7 +55,16 @@ pub const MIN_SLICE_SHIFT: u32 = 4;
 pub const LINEAR_CLASSES: usize = 4;
 /// Mantissas and exponents of the classes below 64 B: 16, 24, 32, 48 (see `mant_exp`).
 const LINEAR_SIZES: [(u32, u32); LINEAR_CLASSES] = [(1, 4), (3, 3), (1, 5), (3, 4)];
-/// log2 of the classes per doubling from 64 B to `FINE_FROM_BYTES`.
+/// Requests above 64 B up to this get eight classes per doubling (72, 80, 88, ..., 128, 144,
+/// 160, ..., 256), larger ones up to `FINE_FROM_BYTES` four.
+pub const NARROW_TO_BYTES: u64 = 256;
+/// log2 of the classes per doubling from 64 B to `NARROW_TO_BYTES`: eight, so that requests
+/// of 65..256 bytes, the sizes of small nodes and records, get at most 12.5% more (100 and
+/// 200 B took 112 and 224: a heap filled with them held 89.3% of itself as requested bytes).
+pub const NARROW_SUB_CLASS_BITS: u32 = 3;
+/// Classes from 64 B to `NARROW_TO_BYTES` (64 B itself included).
+const NARROW_CLASSES: usize = (2 << NARROW_SUB_CLASS_BITS) + 1;
+/// log2 of the classes per doubling from `NARROW_TO_BYTES` to `FINE_FROM_BYTES`.
 pub const SUB_CLASS_BITS: u32 = 2;
 /// Requests above this get finer classes: `1 << FIRST_FINE_SUB_CLASS_BITS` in the doubling
 /// above it, `1 << FINE_SUB_CLASS_BITS` per doubling after that.
@@ -71,9 +80,13 @@ pub const FIRST_FINE_SUB_CLASS_BITS: u32 = 4;
 const FIRST_FINE_CLASSES: usize = 1 << FIRST_FINE_SUB_CLASS_BITS;
 /// log2 of `FINE_FROM_BYTES`.
 const FINE_FROM_SHIFT: u32 = FINE_FROM_BYTES.trailing_zeros();
-/// The first class above `FINE_FROM_BYTES` (the classes up to it: 16..64 B and four per
-/// doubling from 64 B).
-pub const FINE_CLASS0: usize = LINEAR_CLASSES + ((FINE_FROM_SHIFT - 6) << SUB_CLASS_BITS) as usize + 1;
+/// log2 of `NARROW_TO_BYTES`.
+const NARROW_TO_SHIFT: u32 = NARROW_TO_BYTES.trailing_zeros();
+/// The first class above `NARROW_TO_BYTES`.
+const WIDE_CLASS0: usize = LINEAR_CLASSES + NARROW_CLASSES;
+/// The first class above `FINE_FROM_BYTES` (the classes up to it: 16..64 B, eight per doubling
+/// to 256 B, four per doubling from there).
+pub const FINE_CLASS0: usize = WIDE_CLASS0 + ((FINE_FROM_SHIFT - NARROW_TO_SHIFT) << SUB_CLASS_BITS) as usize;
 /// Largest class (and largest slice): 1 MiB.
 pub const MAX_CLASS_BYTES: u64 = 1 << 20;
 /// Number of size classes (16 B .. `MAX_CLASS_BYTES`).
@@ -109,10 +122,19 @@ pub const fn class_of(size: u64) -> usize {
     } else {
         let x = size - 1;
         let l = 63 - x.leading_zeros();
-        if size <= FINE_FROM_BYTES {
-            // x >= 64 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
-            // interval's start, (5 + r) << (l - 2), is class 4 * (l - 5) + r + 1.
-            (4 * (l - 5) as usize) + sub_class(x, l, SUB_CLASS_BITS) + 1
+        if size <= NARROW_TO_BYTES {
+            // 64 <= x < 256 lies in [(8 + r) << (l - 3), (9 + r) << (l - 3)): the class above
+            // that interval's start, (9 + r) << (l - 3), is class 5 + 8 * (l - 6) + r.
+            LINEAR_CLASSES
+                + 1
+                + (((l - 6) as usize) << NARROW_SUB_CLASS_BITS)
+                + sub_class(x, l, NARROW_SUB_CLASS_BITS)
+        } else if size <= FINE_FROM_BYTES {
+            // x >= 256 lies in [(4 + r) << (l - 2), (5 + r) << (l - 2)); the class above that
+            // interval's start, (5 + r) << (l - 2), is class WIDE_CLASS0 + 4 * (l - 8) + r.
+            WIDE_CLASS0
+                + (((l - NARROW_TO_SHIFT) as usize) << SUB_CLASS_BITS)
+                + sub_class(x, l, SUB_CLASS_BITS)
         } else if l == FINE_FROM_SHIFT {
             // 4096 <= x < 8192 lies in [(16 + r) << 8, (17 + r) << 8): the class above that
             // interval's start, (17 + r) << 8, is class FINE_CLASS0 + r.
@@ -135,11 +157,37 @@ const fn sub_class(x: u64, l: u32, bits: u32) -> usize {
     ((x >> (l - bits)) & ((1 << bits) - 1)) as usize
 }
 
-/// The alignment `malloc(size)` guarantees: 8 bytes for requests of the 24-byte class
-/// (17..24 bytes), 16 for every other size.
+/// Whether class `c` is one of the odd classes of the eight-per-doubling band (72, 88, 104,
+/// 120, 144, 176, 208, 240 B): those serve warps whose active lanes all ask for that class;
+/// see `warp_class`.
+#[inline(always)]
+pub const fn is_narrow_odd(c: usize) -> bool {
+    c > LINEAR_CLASSES && c < WIDE_CLASS0 && (c - LINEAR_CLASSES) % 2 == 1
+}
+
+/// The class a lane of a warp takes for a request of class `c`: `c`, but in a warp whose
+/// active lanes do not all ask for one class (`uniform` false) an odd class of the
+/// eight-per-doubling band takes the next one (the band's even classes are the four per
+/// doubling of the classes above 256 B), so that a warp of mixed sizes asks for no more
+/// classes than it did before the band: eight per doubling for every lane made mixed sizes
+/// 20-35% slower to allocate (each class a warp asks for is a round of the warp's loop, and on
+/// a fresh heap an install per multiprocessor; NOTES r29). Still at most 25% over the size.
+#[inline(always)]
+pub const fn warp_class(c: usize, uniform: bool) -> usize {
+    if is_narrow_odd(c) && !uniform {
+        c + 1
+    } else {
+        c
+    }
+}
+
+/// The alignment `malloc(size)` guarantees: 8 bytes for requests of the classes that are odd
+/// multiples of 8 (24, 72, 88, 104, 120 B: requests of 17..24, 65..72, 81..88, 97..104 and
+/// 113..120 bytes, none of them a multiple of 16, so no type of such a size needs 16), 16 for
+/// every other size.
 #[inline(always)]
 pub const fn align_of_request(size: u64) -> u64 {
-    if size > 16 && size <= 24 {
+    if size > 16 && size <= 128 && slice_bytes(class_of(size)) % 16 == 8 {
         8
     } else {
         16
@@ -147,15 +195,21 @@ pub const fn align_of_request(size: u64) -> u64 {
 }
 
 /// Mantissa and exponent of class `c`'s slice size: `slice_bytes(c) = m << e`, with `m` in
-/// 1 or 3 (classes below `LINEAR_CLASSES`), 4..=7 (up to 4 KiB), 17..=32 (up to 8 KiB) or
-/// 9..=16 (above).
+/// 1 or 3 (classes below `LINEAR_CLASSES`), 8..=16 (up to 256 B), 5..=8 (up to 4 KiB),
+/// 17..=32 (up to 8 KiB) or 9..=16 (above).
 #[inline(always)]
 const fn mant_exp(c: usize) -> (u32, u32) {
     if c < LINEAR_CLASSES {
         LINEAR_SIZES[c]
+    } else if c == LINEAR_CLASSES {
+        (1, 6)
+    } else if c < WIDE_CLASS0 {
+        let k = (c - LINEAR_CLASSES - 1) as u32;
+        let bits = NARROW_SUB_CLASS_BITS;
+        ((1 << bits) + (k & ((1 << bits) - 1)) + 1, 6 - bits + (k >> bits))
     } else if c < FINE_CLASS0 {
-        let k = (c - LINEAR_CLASSES) as u32;
-        (4 + (k & 3), MIN_SLICE_SHIFT + (k >> SUB_CLASS_BITS))
+        let k = (c - WIDE_CLASS0) as u32;
+        (5 + (k & 3), NARROW_TO_SHIFT - SUB_CLASS_BITS + (k >> SUB_CLASS_BITS))
     } else if c < FINE_CLASS0 + FIRST_FINE_CLASSES {
         let k = (c - FINE_CLASS0) as u32;
         ((1 << FIRST_FINE_SUB_CLASS_BITS) + k + 1, FINE_FROM_SHIFT - FIRST_FINE_SUB_CLASS_BITS)
@@ -396,7 +450,14 @@ const fn check_table() {
         let (m, e) = mant_exp(c);
         let d = Divisor::new(m, e);
         assert!(slice_divisor(c).shift == d.shift && slice_divisor(c).magic == d.magic);
-        assert!(s.is_multiple_of(16) || s == 24, "slices are 16-byte multiples, or 24 B");
+        assert!(
+            s.is_multiple_of(16) || (s.is_multiple_of(8) && s <= 128),
+            "16-byte multiples, or 8 below 128 B"
+        );
+        assert!(
+            s.is_multiple_of(16) || c == 0 || slice_bytes(c - 1) == s - 8,
+            "an odd multiple of 8 follows its 8 below"
+        );
         assert!(class_of(s) == c, "a class's own size maps to it");
         assert!(c == 0 || class_of(slice_bytes(c - 1) + 1) == c);
         assert!(slice_divisor(c).value() == s);

@@ -70,6 +70,12 @@ impl CpuHeap {
         assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
         let mut pending: Vec<usize> = (0..sizes.len()).collect();
+        // Each lane's class as `malloc_slice` picks it: the band's odd classes for a warp
+        // whose lanes all ask for one class only (`class::warp_class`).
+        let slice_lanes = || sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s));
+        let first = slice_lanes().next().map(|&s| slice_class(s));
+        let uniform = slice_lanes().all(|&s| Some(slice_class(s)) == first);
+        let class_of_lane = |s: u64| crate::class::warp_class(slice_class(s), uniform);
         for _ in 0..crate::heap::WARP_ROUNDS {
             if pending.is_empty() {
                 break;
@@ -86,7 +92,7 @@ impl CpuHeap {
                     done[lane] = true;
                     continue;
                 }
-                let c = slice_class(size);
+                let c = class_of_lane(size);
                 let group: Vec<usize> = pending
                     .iter()
                     .copied()
@@ -94,7 +100,7 @@ impl CpuHeap {
                         !done[l]
                             && sizes[l] != 0
                             && !crate::heap::takes_unit_run(sizes[l])
-                            && slice_class(sizes[l]) == c
+                            && class_of_lane(sizes[l]) == c
                     })
                     .collect();
                 let taken = self.heap.take_group::<true>(c, group.len() as u32);

@@ -13,8 +13,8 @@ use crate::block::{
 };
 use crate::check::HandOut;
 use crate::class::{
-    block_bytes, block_run_len, class_of, is_mask_class, slice_divisor, MIN_BLOCK_SHIFT, RUN_GROUPS,
-    UNIT_RUN_GROUP,
+    block_bytes, block_run_len, class_of, is_mask_class, is_narrow_odd, slice_divisor, warp_class,
+    MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
 };
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
@@ -61,27 +61,33 @@ const _: () = {
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
 /// `DeviceHeap::take_group`): up to the smallest class that holds `FALLBACK_FACTOR` of its
-/// class's slices, two doublings (8 classes up to 1 KiB; 11-24 from there to 8 KiB, whose
-/// fallbacks reach into or start in the sixteen classes from 4 to 8 KiB, and 4352 B reaches
-/// 18432 B, 4.2 times; 16 above), and at least `FALLBACK_MIN_CLASSES` classes up (below 64 B four times the slice is fewer: 24 and 32 B
-/// must reach the 160 B class of the 1 MiB group), only when the alternative is null. One
-/// doubling above 4 KiB (8 classes there) gave 38x the nulls in the GPU test that churns a
-/// 90%-full heap of sizes up to 64 KiB (4.57 M against 0.12 M at 8eed155, H200).
+/// class's slices, two doublings (16 classes from 64 to 256 B, 8 from there to 1 KiB; 11-24
+/// from there to 8 KiB, whose fallbacks reach into or start in the sixteen classes from 4 to
+/// 8 KiB, and 4352 B reaches 18432 B, 4.2 times; 16 above), and below 64 B at least the first
+/// class of the 1 MiB blocks (`FALLBACK_FLOOR`: four times 24 or 32 B is in a group of smaller
+/// blocks, which a small heap may have no segment for), only when the alternative is null.
+/// One doubling above 4 KiB (8 classes there) gave 38x the nulls in the GPU test that churns
+/// a 90%-full heap of sizes up to 64 KiB (4.57 M against 0.12 M at 8eed155, H200).
 pub const FALLBACK_FACTOR: u64 = 4;
-/// The fewest classes up a fallback reaches (see `FALLBACK_FACTOR`).
-pub const FALLBACK_MIN_CLASSES: usize = 8;
+/// The class that requests below 64 B may fall back to at least (see `FALLBACK_FACTOR`): the
+/// first whose blocks are `BLOCK_TARGET_BYTES` (144 B).
+pub const FALLBACK_FLOOR: usize = {
+    let mut c = 0;
+    while block_bytes(c) < crate::class::BLOCK_TARGET_BYTES {
+        c += 1;
+    }
+    c
+};
 
 /// The largest class a request of class `c` may fall back to (see `FALLBACK_FACTOR`).
 #[inline(always)]
 pub const fn fallback_last(c: usize) -> usize {
     let top = slice_bytes(c) * FALLBACK_FACTOR;
     let by_size = class_of(if top < MAX_SLICE_BYTES { top } else { MAX_SLICE_BYTES });
-    let max = class_of(MAX_SLICE_BYTES);
-    let by_count = if c + FALLBACK_MIN_CLASSES < max { c + FALLBACK_MIN_CLASSES } else { max };
-    if by_size > by_count {
-        by_size
+    if slice_bytes(c) < 64 && by_size < FALLBACK_FLOOR {
+        FALLBACK_FLOOR
     } else {
-        by_count
+        by_size
     }
 }
 /// Requests above this (up to `MAX_SLICE_BYTES`) take a run of whole 64 KiB blocks of
@@ -338,6 +344,15 @@ impl DeviceHeap {
     /// 4-10% slower (H200, r31 `spill/`).
     #[inline]
     fn malloc_slice(&self, c: usize) -> *mut u8 {
+        // The band's odd classes serve uniform warps only (see `class::warp_class`). A ballot
+        // first: the match that tells uniform from mixed only where a lane needs it, taken by
+        // every active lane (the ballot is the same in each).
+        let active = arch::activemask();
+        let c = if arch::ballot_sync(active, is_narrow_odd(c)) != 0 {
+            warp_class(c, arch::match_any_sync(active, c as u32) == active)
+        } else {
+            c
+        };
         if is_mask_class(c) {
             self.malloc_mask_slice(c)
         } else {

@@ -3,9 +3,9 @@
 
 use veballoc_kernels::class::{
     align_of_request, block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes,
-    group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, MAX_BLOCKS_PER_SEGMENT,
-    MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES, RUN_GROUP,
-    UNIT_RUN_GROUP,
+    group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, warp_class,
+    MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES,
+    RUN_GROUP, UNIT_RUN_GROUP,
 };
 use veballoc_kernels::heap::{fallback_last, takes_unit_run, UNIT_RUN_EXACT_MIN, UNIT_RUN_MIN};
 use veballoc_kernels::SEGMENT_BYTES;
@@ -17,21 +17,43 @@ fn smallest_class(size: u64) -> usize {
 
 #[test]
 fn class_sizes_are_increasing_16_byte_multiples() {
-    assert_eq!((NUM_CLASSES, NUM_GROUPS), (101, 7), "as docs/architecture.md says");
+    assert_eq!((NUM_CLASSES, NUM_GROUPS), (109, 7), "as docs/architecture.md says");
     assert_eq!(slice_bytes(0), 16);
     assert_eq!(slice_bytes(NUM_CLASSES - 1), MAX_CLASS_BYTES);
-    let first: Vec<u64> = (0..13).map(slice_bytes).collect();
-    assert_eq!(first, [16, 24, 32, 48, 64, 80, 96, 112, 128, 160, 192, 224, 256]);
+    let first: Vec<u64> = (0..25).map(slice_bytes).collect();
+    assert_eq!(
+        first,
+        [
+            16, 24, 32, 48, 64, 72, 80, 88, 96, 104, 112, 120, 128, 144, 160, 176, 192, 208, 224, 240, 256,
+            320, 384, 448, 512
+        ]
+    );
+    // A warp of mixed sizes takes the band's even classes: the four per doubling of before.
+    let coarse: Vec<u64> = (4..=20).map(|c| slice_bytes(warp_class(c, false))).collect();
+    assert_eq!(coarse, [64, 80, 80, 96, 96, 112, 112, 128, 128, 160, 160, 192, 192, 224, 224, 256, 256]);
+    assert!((0..NUM_CLASSES).all(|c| warp_class(c, true) == c));
     let fine: Vec<u64> = (class_of(4096)..class_of(4096) + 19).map(slice_bytes).collect();
     let sixteenths: Vec<u64> = (16..=32).map(|m| m << 8).collect();
     assert_eq!(fine[..17], sixteenths[..], "sixteen classes from 4 KiB to 8 KiB");
     assert_eq!(fine[17..], [9216, 10240], "eight per doubling above");
     for c in 1..NUM_CLASSES {
         assert!(slice_bytes(c) > slice_bytes(c - 1));
-        // Every class but 24 B is a multiple of 16 (16-byte alignment); 24 B of 8.
-        let align = if slice_bytes(c) == 24 { 8 } else { 16 };
+        // Every class is a multiple of 16 (16-byte alignment) but 24, 72, 88, 104 and 120 B,
+        // of 8.
+        let align = if [24, 72, 88, 104, 120].contains(&slice_bytes(c)) { 8 } else { 16 };
         assert_eq!(slice_bytes(c) % align, 0);
         assert_eq!(align_of_request(slice_bytes(c)), align);
+    }
+    // What `malloc` promises is enough for any type of the size asked: a type's size is a
+    // multiple of its alignment, so a request needs at most its size's largest power-of-two
+    // factor (up to 16); the slices of its class, at any warp, are aligned to that.
+    for size in 1..=4096u64 {
+        let need = (1u64 << size.trailing_zeros()).min(16);
+        assert!(align_of_request(size) >= need, "size {size}");
+        for uniform in [false, true] {
+            let s = slice_bytes(warp_class(class_of(size), uniform));
+            assert!(s.is_multiple_of(align_of_request(size)), "size {size}: slice {s}");
+        }
     }
 }
 
@@ -89,8 +111,8 @@ fn fallback_spans_two_doublings() {
             assert_eq!(last, class_of((4 * slice_bytes(c)).min(MAX_CLASS_BYTES)), "class {c}");
         }
     }
-    assert_eq!(slice_bytes(fallback_last(class_of(24))), 160);
-    assert_eq!(slice_bytes(fallback_last(class_of(32))), 192);
+    assert_eq!(slice_bytes(fallback_last(class_of(24))), 144, "the first class of 1 MiB blocks");
+    assert_eq!(slice_bytes(fallback_last(class_of(32))), 144);
     assert_eq!(slice_bytes(fallback_last(class_of(5000))), 20480);
     assert_eq!(slice_bytes(fallback_last(class_of(4097))), 18432, "4 x 4352 B rounds up to a class");
     assert_eq!(fallback_last(class_of(9000)) - class_of(9000), 16, "two doublings of eight");
