@@ -23,6 +23,8 @@ echo "== cargo test, without the safety checks (workspace: CPU heap, vEB, host, 
 cargo test --workspace --release 2>&1 | tee -a "$log"
 echo "== CPU suite and PTX again, with the safety checks (--features checks)"
 cargo test --release -p veballoc --features checks --test 'cpu_*' --test ptx 2>&1 | tee -a "$log"
+# The kernels' own unit tests that need the checks (validator checks of the hand-out bitmap).
+cargo test --release -p veballoc-kernels --features checks --lib 2>&1 | tee -a "$log"
 if [ "${VEBALLOC_GPU_TESTS:-0}" = 1 ]; then
   echo "== GPU tests (VEBALLOC_GPU_TESTS=1), one at a time"
   # The checks PTX that the step above built, for the tests that need the checks.

@@ -128,3 +128,34 @@ fn a_take_gets_the_lowest_run_of_free_slices() {
     h.slots().release_slices(seg, local, c, 0, per);
     assert_empty(h);
 }
+
+/// Marks of blocks whose free slices were all taken again stay until a take looks at them,
+/// and a take looks at a few marks only: before a request falls back to a larger class or gets
+/// null it looks at every mark, so a free slice behind many stale marks is found. A full heap
+/// of one segment (16 blocks of 25 slices), nine stale marks below a block with a free slice:
+/// without the full look the request got null.
+#[test]
+fn a_free_slice_behind_stale_marks_is_found_before_null() {
+    let cpu = CpuHeap::with_checks(1, 1, veballoc::kernels::CHECKS);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let c = class_of(SIZE);
+    let per = slices_per_block(c) as usize;
+    let ptrs: Vec<*mut u8> = (0..16 * per).map(|_| h.malloc(SIZE)).collect();
+    assert!(ptrs.iter().all(|p| !p.is_null()), "the segment's 16 blocks");
+    assert!(h.malloc(SIZE).is_null(), "the heap is full");
+    for b in 0..9 {
+        h.free(ptrs[b * per]);
+        assert_eq!(h.malloc(SIZE), ptrs[b * per], "block {b}'s free slice, taken again");
+    }
+    let lone = ptrs[12 * per + 3];
+    h.free(lone);
+    h.validate().expect("consistent, with stale marks");
+    let again = h.malloc(SIZE);
+    assert_eq!(again, lone, "the one free slice, behind nine stale marks");
+    assert_eq!(h.usable_size(again), slice_bytes(c));
+    for p in ptrs {
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -655,6 +655,13 @@ impl<'a> Blocks<'a> {
     pub(crate) fn install(&self, seg: u32, local: u32, kind: u32, c: usize) {
         let meta = self.block_meta(seg, local);
         meta.install(kind, c);
+        if is_mask_class(c) {
+            // Zero already (its last mask life's recycler zeroed it); but a stale free of a
+            // mask class into this block during a life of a class that counts its frees
+            // would leave bits that this life would hand out (review of r31). Relaxed:
+            // published with the kind by the installing swap.
+            self.free_mask(seg, local).store_relaxed(0);
+        }
         self.set_unit_kinds(seg, local, group_of(c), kind_word(kind, c));
     }
 
@@ -707,7 +714,9 @@ impl<'a> Blocks<'a> {
         // Release: our use of the slices happens-before whoever takes them again (an acquire
         // CAS that reads this or a later value of the mask) or recycles the block.
         let old = mask.fetch_or_release(bits);
-        if old | bits == full {
+        // Not when the mask was full already: a double free between the filling OR and the
+        // recycler's zeroing would make a second recycler (review of r31).
+        if old != full && old | bits == full {
             // Acquire: as in `BlockMeta::give_back`: this load reads our own OR, which ends the
             // release sequence of every earlier give-back (ORs, and takers' CASes, which are
             // RMWs), so the recycler synchronises with them all.
@@ -718,9 +727,13 @@ impl<'a> Blocks<'a> {
             return true;
         }
         if old == 0 {
-            // The mask was empty: no taker can have seen it partial, so no mark may exist.
-            // The insert is an acq_rel RMW after our OR: a taker that drops a stale mark and
-            // then re-reads the mask (see `Slots::take_partial`) sees our bits or our mark.
+            // The mask was empty: mark the block (a stale mark of an earlier life, or of a
+            // partial phase taken empty, may be there already: the insert is still an acq_rel
+            // RMW on its leaf word). A taker that drops a mark and then re-reads the mask
+            // (see `Slots::take_partial`) either reads this insert's value, and with it our
+            // bits, or drops the mark before the insert, which sets it again. While the mask
+            // stays non-empty no mark of it is dropped for good, so each partial block is
+            // marked (the validator's `LostPartialMark`).
             self.partial_tree(c).insert(block_index(group_of(c), gid_of(seg, local)));
         }
         false

@@ -118,6 +118,13 @@ impl<'a> HandOut<'a> {
         first && old & (1u64 << pos) != 0
     }
 
+    /// Whether the slice at heap address `addr` is marked handed out (the validator's).
+    pub(crate) fn is_marked(&self, addr: u64) -> bool {
+        let (seg, bit) = self.bit_of(addr);
+        // Relaxed: the validator runs on a quiescent heap.
+        self.bit_word(seg, bit / WORD_BITS).load_relaxed() & (1 << (bit % WORD_BITS)) != 0
+    }
+
     /// Set bits in block `local` (of group `g`) of segment `seg` (the validator's live count).
     pub(crate) fn marked_in_block(&self, seg: u32, local: u32, g: usize) -> u32 {
         let units = group_block_bytes(g) >> MIN_SLICE_SHIFT;

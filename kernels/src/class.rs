@@ -1,35 +1,43 @@
 //! Size classes: the geometry of slices and blocks, with no heap state.
 //!
-//! Class sizes: 16, 24, 32, 48, 64 bytes, then four per doubling (80, 96, 112, 128, 160, ...)
-//! up to `FINE_FROM_BYTES` (4 KiB), sixteen in the next doubling (4352, 4608, 4864, ..., 8192),
-//! then eight per doubling (9216, 10240, ...) up to `MAX_CLASS_BYTES` (1 MiB), 101 classes. So
-//! a request of `size` bytes gets at most `size + 15` bytes below 64 B, at most `1.25 * size`
-//! up to 4 KiB, at most `1.0625 * size` up to 8 KiB and at most `1.125 * size` above (the next
-//! class is at most a quarter, a sixteenth or an eighth larger than the previous one, which is
-//! smaller than `size`). Eight per doubling above 4 KiB, where a block holds at most 256
-//! slices and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte
-//! requests held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
+//! Class sizes: 16, 24, 32, 48, 64 bytes, then eight per doubling up to `NARROW_TO_BYTES`
+//! (72, 80, 88, ..., 128, 144, 160, ..., 256), four per doubling (320, 384, 448, 512, ...) up
+//! to `FINE_FROM_BYTES` (4 KiB), sixteen in the next doubling (4352, 4608, 4864, ..., 8192),
+//! then eight per doubling (9216, 10240, ...) up to `MAX_CLASS_BYTES` (1 MiB), 109 classes. So
+//! a request of `size` bytes gets at most `size + 15` bytes below 64 B, at most `1.125 * size`
+//! up to 256 B (a warp of one class; see below), at most `1.25 * size` up to 4 KiB, at most
+//! `1.0625 * size` up to 8 KiB and at most `1.125 * size` above (the next class is at most an
+//! eighth, a quarter or a sixteenth larger than the previous one, which is smaller than
+//! `size`). Eight per doubling from 64 to 256 B, the sizes of small nodes and records: a heap
+//! filled with 100-byte requests held 89.3% of itself as requested bytes with four (112-byte
+//! slices), 96.2% with eight (104; H200, NOTES r31). There the odd classes (72, 88, ..., 240)
+//! serve warps whose lanes all ask for one class; a lane of a warp of mixed sizes takes the
+//! next class (`warp_class`, at most `1.25 * size`), so that mixed warps ask for as few classes
+//! as four per doubling: eight per doubling for every lane and up to 4 KiB (119 classes, NOTES
+//! r29) made mixed sizes 20-35% slower to allocate on a fresh heap (a warp of mixed sizes asks
+//! for more classes, and each class's first block on each multiprocessor is an install the
+//! warp waits for). Eight per doubling above 4 KiB, where a block holds at most 256 slices
+//! and a quarter of a slice is a kilobyte or more: a heap filled with 70000-byte requests
+//! held 80% of them as requested bytes with four (81920-byte slices), 93% with eight
 //! (73728); sixteen just above 4 KiB, where requests of a page and a header land: 4097-byte
 //! ones filled 80% with four (5120), 88.7% with eight (4608), 93.8% with sixteen (4352; the
-//! H200, NOTES r30). Not below 4 KiB: eight per
-//! doubling everywhere (119 classes, measured on the H200, NOTES r29) made mixed sizes up to
-//! 128..4096 B 20-35% slower to allocate on a fresh heap (a warp of mixed sizes asks for more
-//! classes, and each class's first block on each multiprocessor is an install the warp waits
-//! for) for 96% instead of 89% of the heap at 100 and 200 B.
+//! H200, NOTES r30).
 //!
 //! Alignment: a slice of `m << e` bytes (odd `m`) lies at a multiple of `1 << e` from its
 //! block, whose address is a multiple of 64 KiB from segment 0: 16 bytes for every class but
-//! 24 B, whose slices are 8-byte aligned. A type of 17..24 bytes needs no more (its size is a
-//! multiple of its alignment); `malloc_layout` asks for 32 bytes when 16 are needed.
+//! 24, 72, 88, 104 and 120 B, whose slices are 8-byte aligned. A type of 17..24, 65..72,
+//! 81..88, 97..104 or 113..120 bytes needs no more (its size is a multiple of its alignment,
+//! and none of those sizes is a multiple of 16; `align_of_request`); `malloc_layout` asks for
+//! 32 bytes when 16 are needed.
 //!
 //! Classes share segments by group: a group is a block size, and a segment formatted for
 //! group `g` is cut into blocks of `group_block_bytes(g)` (64 KiB << g), so a pointer's block is
 //! a shift. A class's block size is 4096 slices of the largest size of its doubling (16 << d
 //! for sizes in (8 << d, 16 << d]), at most 1 MiB (`BLOCK_TARGET_BYTES`), and at least four
 //! such slices: 64 KiB for 16 B, 128 KiB for 24..32 B, 256 KiB for 48..64 B, 512 KiB for
-//! 80..128 B, 1 MiB for 160 B .. 256 KiB, 2 and 4 MiB above: seven groups. Every class of a
+//! 72..128 B, 1 MiB for 144 B .. 256 KiB, 2 and 4 MiB above: seven groups. Every class of a
 //! group takes blocks from the group's one tree and segments, so that a free block of 1 MiB
-//! serves any class from 160 B to 256 KiB (with one group per doubling, 17 in all, free blocks
+//! serves any class from 144 B to 256 KiB (with one group per doubling, 17 in all, free blocks
 //! of one doubling's segments could not serve another's, and a churn of mixed sizes found no
 //! room with a sixth of the heap in such blocks). Each block serves one class, recorded in its
 //! metadata when it is installed, and holds `slices_per_block(c) = floor(block / slice)`
@@ -99,7 +107,7 @@ pub const NUM_GROUPS: usize = group_of(NUM_CLASSES - 1) + 1;
 pub const MIN_BLOCK_SHIFT: u32 = MIN_SLICE_SHIFT + 12;
 /// Most slices in a block (`GOT_BITS` in `heap.rs` must hold it).
 pub const MAX_SLICES_PER_BLOCK: u32 = 8192;
-/// Blocks for slices of 160 B .. 256 KiB are this large (smaller slices have 4096 of their
+/// Blocks for slices of 144 B .. 256 KiB are this large (smaller slices have 4096 of their
 /// doubling's largest to a block, larger ones four): so that a multiprocessor's current
 /// block holds little of a segment.
 pub const BLOCK_TARGET_BYTES: u64 = 1 << 20;

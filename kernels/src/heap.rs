@@ -440,6 +440,12 @@ impl DeviceHeap {
     pub(crate) fn take_marked<const PARTIAL: bool>(&self, c: usize, n: u32) -> Option<Taken> {
         debug_assert!(PARTIAL || !is_mask_class(c));
         let taken = if PARTIAL { self.take_slices(c, n) } else { self.slots().take_in_row(c, n) };
+        self.mark_taken(taken, c)
+    }
+
+    /// Marks the slices of `taken` (of class `c`) handed out when the heap runs the checks.
+    #[inline(always)]
+    fn mark_taken(&self, taken: Option<Taken>, c: usize) -> Option<Taken> {
         if let (Some(t), true) = (taken, self.checking()) {
             self.hand_out().mark_handed_out(t.base, c, t.got);
             if t.got2 > 0 {
@@ -469,6 +475,14 @@ impl DeviceHeap {
     fn take_group_after_none(&self, c: usize, n: u32) -> Option<(Taken, usize)> {
         if self.reclaim_before_null() {
             if let Some(t) = self.take_marked::<true>(c, n) {
+                return Some((t, c));
+            }
+        }
+        // Before a larger class or null: every partly free block of a mask class, not just the
+        // first few marks (stale marks of blocks taken empty since come first, lowest first).
+        if is_mask_class(c) {
+            let (base, got) = self.slots().take_partial(c, n, u32::MAX);
+            if let Some(t) = self.mark_taken((got > 0).then_some(Taken::one(base, got)), c) {
                 return Some((t, c));
             }
         }

@@ -138,11 +138,11 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 /// `LARGE_ROW_SHARE_SHIFT`), 32 for 512 KiB, 64 for 256 KiB.
 pub const PIN_SHIFT: u32 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
-/// `PIN_SHARES` (`SLOT_ROWS` is 106) may take more than the budget in all: all current blocks
-/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (21% of the heap, with every row in
+/// `PIN_SHARES` (`SLOT_ROWS` is 114) may take more than the budget in all: all current blocks
+/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (22% of the heap, with every row in
 /// use), and less with `LARGE_ROW_SHARE_SHIFT`.
 pub const PIN_SHARES: u64 = 64;
-/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 92 classes from 160 B to
+/// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 96 classes from 144 B to
 /// 1 MiB, get half a share: their slots take runs of up to 16 blocks per install (see
 /// `slice::max_run`), so eight slots keep their bursts fast, and with that many rows what they
 /// pin is what fills a heap under mixed sizes (36 rows when the A/B below ran). A/B on the

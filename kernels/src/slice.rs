@@ -271,7 +271,7 @@ impl<'a> Slots<'a> {
     #[inline(always)]
     pub fn take_in_class(&self, c: usize, n: u32) -> Option<Taken> {
         if is_mask_class(c) {
-            let (base, got) = self.take_partial(c, n);
+            let (base, got) = self.take_partial(c, n, PARTIAL_VISITS);
             if got > 0 {
                 return Some(Taken::one(base, got));
             }
@@ -586,20 +586,26 @@ impl<'a> Slots<'a> {
     /// unhanded by a retired slot, from a block whose other slices may be live: the lowest
     /// run of free slices (at most `n`) of the lowest block in the class's partial-block
     /// index, taken with one CAS on the block's free mask: (first slice's address, slices).
-    /// No slices when the index shows no such block (or, after `PARTIAL_VISITS` blocks or
+    /// No slices when the index shows no such block (or, after `visits` blocks or
     /// `PARTIAL_CAS_TRIES` lost CASes on each, none could be had): the caller takes from its
-    /// slot's run. A pair, not an `Option<Taken>`: returned in registers. Before this, a block
+    /// slot's run. A pair, not an `Option<Taken>`: returned in registers. Each look goes past
+    /// the last (ids only grow) and drops the mark of a block it finds without free slices, so
+    /// `visits = u32::MAX` (before a request falls back to a larger class or gets null) ends
+    /// after at most one look per marked block. Before this, a block
     /// of 4..64 slices came back only when every slice was free, and under churn at 70% live
     /// such blocks held 809 MiB for about 270 MiB of live slices (CPU model, NOTES r30).
     #[inline(never)]
     #[cold]
-    pub fn take_partial(self, c: usize, n: u32) -> (u64, u32) {
+    pub fn take_partial(self, c: usize, n: u32, visits: u32) -> (u64, u32) {
         let tree = self.blocks.partial_tree(c);
         let (g, per) = (group_of(c), slices_per_block(c));
         let (full, word) = (full_mask(per), kind_word(KIND_SLICES, c));
         let mut from = 0;
-        for _ in 0..PARTIAL_VISITS {
-            let Some(id) = tree.successor(from) else { return (0, 0) };
+        for _ in 0..visits {
+            // A few looks: one pass through the summaries (a miss costs a take from the slot);
+            // the look before a fallback or a null: exact.
+            let found = if visits == u32::MAX { tree.successor(from) } else { tree.successor_hint(from) };
+            let Some(id) = found else { return (0, 0) };
             let gid = block_at(g, id);
             let (seg, local) = split_gid(gid);
             let (mask, meta) = (self.blocks.free_mask(seg, local), self.blocks.block_meta(seg, local));

@@ -139,6 +139,10 @@ pub enum HeapError {
     LostPartialMark { seg: u32, local: u32, class: usize },
     /// A mask class's partial-block index (`Blocks::partial_tree`) whose summaries hide a mark.
     PartialTree { class: usize, err: crate::veb::VebError },
+    /// Slice `slice` of a block of a mask class, one its slot has passed, is both free (its
+    /// mask bit) and handed out (its hand-out bit), or neither (heaps with checks): a free bit
+    /// on a live slice would hand it out twice.
+    MaskAgainstHandOut { seg: u32, local: u32, slice: u32 },
 }
 
 impl DeviceHeap {
@@ -406,6 +410,15 @@ impl DeviceHeap {
                 if mask != 0 && !self.blocks().partial_tree(c).contains(block_index(g, gid)) {
                     return Err(HeapError::LostPartialMark { seg, local, class: c });
                 }
+                if self.checking() {
+                    let base = self.blocks().block_addr(g, gid);
+                    for slice in 0..handed {
+                        let marked = self.hand_out().is_marked(base + slice as u64 * slice_bytes(c));
+                        if marked == (mask >> slice & 1 != 0) {
+                            return Err(HeapError::MaskAgainstHandOut { seg, local, slice });
+                        }
+                    }
+                }
                 mask.count_ones()
             } else {
                 freed
@@ -541,6 +554,38 @@ mod tests {
         parked.store_relaxed(0);
         h.validate().expect("consistent again");
         h.free(q);
+        h.trim();
+        assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
+    }
+
+    /// With checks, a mask class's free bits are checked slice by slice against the hand-out
+    /// bitmap: a give-back that set the bit of a live slice (and not the freed one's) kept the
+    /// counts equal, and the next malloc handed the live slice out again (review of r31).
+    #[test]
+    #[cfg_attr(
+        not(any(feature = "checks", debug_assertions)),
+        ignore = "needs the checks: --features checks"
+    )]
+    fn a_free_bit_on_a_live_slice_is_an_error() {
+        let cpu = CpuHeap::with_checks(4, 1, true);
+        let h = cpu.heap();
+        let c = crate::class::class_of(40_000);
+        let ps: std::vec::Vec<*mut u8> = (0..4).map(|_| h.malloc(40_000)).collect();
+        h.free(ps[3]);
+        h.validate().expect("consistent");
+        let (seg, local) = h.block_of(ps[0] as u64, c);
+        let mask = h.blocks().free_mask(seg, local);
+        // Relaxed: one thread, no kernel running.
+        assert_eq!(mask.load_relaxed(), 1 << 3);
+        // Relaxed: as above. The bit of live slice 1 instead of freed slice 3.
+        mask.store_relaxed(1 << 1);
+        assert_eq!(h.validate(), Err(HeapError::MaskAgainstHandOut { seg, local, slice: 1 }));
+        // Relaxed: as above.
+        mask.store_relaxed(1 << 3);
+        h.validate().expect("consistent again");
+        for p in [ps[0], ps[1], ps[2]] {
+            h.free(p);
+        }
         h.trim();
         assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
     }

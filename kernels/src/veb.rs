@@ -156,7 +156,10 @@ impl<'a> Veb<'a> {
         &self.words[self.layout.offset[level as usize] as usize + i as usize]
     }
 
-    /// Marks index `i` free. Returns whether it was not free before.
+    /// Marks index `i` free. Returns whether it was not free before. Always an acq_rel RMW on
+    /// the leaf word, also when the bit is set already: the partial-block marks rely on it
+    /// (a remover that reads this insert's value sees what the inserter wrote before it, see
+    /// `Slots::take_partial`), so no "already set, skip the RMW" shortcut.
     #[inline(never)]
     pub fn insert(&self, i: u64) -> bool {
         debug_assert!(i < self.layout.universe);
@@ -341,6 +344,13 @@ impl<'a> Veb<'a> {
     /// if every index from `x` on was seen taken (see the module docs).
     pub fn successor(&self, x: u64) -> Option<u64> {
         self.search_exactly(|exact| self.next_free(x, exact))
+    }
+
+    /// `successor` by one pass through the summaries: `None` may be transient (a remover's
+    /// summary clear hides an index for a moment). For hints, where a miss costs little (a
+    /// mask class's take looks for partly free blocks this way, then takes from its slot).
+    pub fn successor_hint(&self, x: u64) -> Option<u64> {
+        self.next_free(x, false)
     }
 
     /// `successor` by a linear scan of the leaf words, which are always exact.

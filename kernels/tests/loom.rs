@@ -417,6 +417,7 @@ mod real {
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
     use veballoc_kernels::layout::RUN_ROW0;
+    use veballoc_kernels::slice::PARTIAL_VISITS;
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -1243,15 +1244,15 @@ mod real {
             let a = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(1);
-                let got = a.heap.slots().take_partial(c, 1);
-                if let Some(g) = got {
-                    assert_eq!(g.total(), 1);
+                let (base, got) = a.heap.slots().take_partial(c, 1, u32::MAX);
+                if got > 0 {
+                    assert_eq!(got, 1);
                     // A slice of the class asked for (a block reinstalled for another class
                     // between the take's look and its CAS has smaller slices).
-                    assert_eq!(a.heap.usable_size(g.base as *const u8), slice_bytes(c));
-                    a.cells.write(g.base as *mut u8);
+                    assert_eq!(a.heap.usable_size(base as *const u8), slice_bytes(c));
+                    a.cells.write(base as *mut u8);
                 }
-                got.map(|g| g.base)
+                (got > 0).then_some(base)
             });
             let b = m.clone();
             let giver = thread::spawn(move || {
@@ -1296,5 +1297,74 @@ mod real {
     #[test]
     fn a_partial_take_races_the_last_give_back_and_a_reinstall_for_another_class() {
         partial_take_races_the_last_give_back(Some(20_000));
+    }
+
+    /// A taker that finds a stale mark (block 0 marked, its mask empty: its one freed slice
+    /// was taken again) drops it while the free of two other slices of the block makes the
+    /// mask non-empty and marks the block (a no-op on the bit, or after the drop); with
+    /// `second_taker`, another taker races both. At quiescence a block with free bits must be
+    /// marked (the validator's `LostPartialMark`). From the review of r31: the models above
+    /// pass without the taker's re-insert after a drop, or with a give-back that inserts only
+    /// when the bit is clear; these fail both ways.
+    fn stale_mark_drop_races_the_first_give_back(second_taker: bool) {
+        let c = class_of(40_000);
+        assert!(is_mask_class(c));
+        let per = slices_per_block(c);
+        let preemptions = if second_taker { PREEMPTIONS_LARGE } else { PREEMPTIONS };
+        model(preemptions, move || {
+            let m = Model::with_all_shards(1, slices(c, 0..2, per));
+            set_host_thread_index(0);
+            let t = m.heap.take_slices(c, per).unwrap();
+            assert_eq!((t.base, t.got), (MEM, per));
+            let s0 = t.addr(0, slice_bytes(c)) as *mut u8;
+            m.cells.write(s0);
+            m.heap.free(s0);
+            // Taken again: the mask is empty, the mark stays (stale).
+            let (b, n) = m.heap.slots().take_partial(c, 1, PARTIAL_VISITS);
+            assert_eq!((b, n), (MEM, 1));
+            m.cells.write(b as *mut u8);
+            let takers: Vec<_> = (0..1 + second_taker as u64)
+                .map(|i| {
+                    let a = m.clone();
+                    thread::spawn(move || {
+                        set_host_thread_index(1 + i);
+                        let (b, n) = a.heap.slots().take_partial(c, 1, PARTIAL_VISITS);
+                        (n > 0).then(|| {
+                            a.cells.write(b as *mut u8);
+                            b
+                        })
+                    })
+                })
+                .collect();
+            let g = m.clone();
+            let (s5, s7) = (t.addr(5, slice_bytes(c)), t.addr(7, slice_bytes(c)));
+            let giver = thread::spawn(move || {
+                set_host_thread_index(3);
+                for s in [s5, s7] {
+                    g.cells.write(s as *mut u8);
+                    g.heap.free(s as *mut u8);
+                }
+            });
+            let got: Vec<u64> = takers.into_iter().filter_map(|h| h.join().unwrap()).collect();
+            giver.join().unwrap();
+            m.heap.validate().expect("no partial block unmarked");
+            let mut live: Vec<*mut u8> = (0..per)
+                .filter(|&r| r != 0 && r != 5 && r != 7)
+                .map(|r| t.addr(r, slice_bytes(c)) as *mut u8)
+                .collect();
+            live.push(b as *mut u8);
+            live.extend(got.iter().map(|&b| b as *mut u8));
+            m.check_whole(&live, (0, 0, 0));
+        });
+    }
+
+    #[test]
+    fn a_stale_mark_drop_races_the_first_give_back() {
+        stale_mark_drop_races_the_first_give_back(false);
+    }
+
+    #[test]
+    fn two_stale_mark_drops_race_the_first_give_back() {
+        stale_mark_drop_races_the_first_give_back(true);
     }
 }
