@@ -6,7 +6,7 @@
 mod common;
 
 use veballoc::kernels::arch::set_host_thread_index;
-use veballoc::kernels::block::{class_of, slices_per_block};
+use veballoc::kernels::block::{block_bytes, class_of, slices_per_block};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::HeapLayout;
 use veballoc::kernels::slice::max_run;
@@ -19,12 +19,15 @@ fn heap(shards: u32) -> CpuHeap {
     CpuHeap::with_layout(HeapLayout::new(1, shards, veballoc::kernels::CHECKS).with_pin_shift(64))
 }
 
-/// Sets up: shard 0 of class 16 B holds the run [1, 2] with block 1 wholly handed out and
+/// The blocks of class 64 B (a packed class too, with runs of two blocks): 256 KiB.
+const BLOCK: u64 = 256 << 10;
+
+/// Sets up: shard 0 of class 64 B holds the run [1, 2] with block 1 wholly handed out and
 /// then wholly freed (recycled while the run is current); block 0 is wholly live.
 fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
-    let c = class_of(16);
+    let c = class_of(64);
     let per = slices_per_block(c);
-    assert_eq!(max_run(c), 2);
+    assert_eq!((max_run(c), block_bytes(c)), (2, BLOCK));
     set_host_thread_index(0);
     let t0 = h.take_slices(c, per).expect("block 0");
     assert_eq!((t0.base, t0.got), (h.mem, per));
@@ -32,7 +35,7 @@ fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
         h.hand_out().mark_handed_out(t0.base, c, t0.got);
     }
     let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
-    assert_eq!((t1.base, t1.got, t1.got2), (h.mem + (64 << 10), per, 0));
+    assert_eq!((t1.base, t1.got, t1.got2), (h.mem + BLOCK, per, 0));
     // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
     h.slots().release_slices(0, 1, c, 0, per);
     (c, per)
@@ -50,7 +53,7 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     // Shard 1 installs a block: the lowest free one is block 1.
     set_host_thread_index(SHARD1_SPREAD0);
     let q = h.take_slices(c, 1).expect("a slice on shard 1");
-    assert_eq!(q.base, h.mem + (64 << 10), "shard 1 got the recycled block 1");
+    assert_eq!(q.base, h.mem + BLOCK, "shard 1 got the recycled block 1");
     if h.checking() {
         h.hand_out().mark_handed_out(q.base, c, 1);
     }
@@ -58,23 +61,23 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     let s = h.validate();
     eprintln!("validate: {s:?}");
     let s = s.expect("a consistent heap validates");
-    assert_eq!(s.live_slices[c], per as u64 + 1, "live slices of class 16 B: {s:?}");
+    assert_eq!(s.live_slices[c], per as u64 + 1, "live slices of class 64 B: {s:?}");
 }
 
-/// The same through the class's packed row (16 B is a packed class): the packed block is read
-/// through the class row's stale run.
+/// The same through the class's packed row (64 B is a packed class, the unit of warps that
+/// pack more than 8 KiB): the packed block is read through the class row's stale run.
 #[test]
 fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
     let cpu = heap(2);
     let h = cpu.heap();
     let (_c, _per) = stale_run(h);
     set_host_thread_index(0);
-    let ps = cpu.warp_malloc_packed(&[16]);
-    assert_eq!(ps[0] as u64, h.mem + (64 << 10), "the packed row got the recycled block 1");
+    let ps = cpu.warp_malloc_packed(&[4096; 3]);
+    assert_eq!(ps[0] as u64, h.mem + BLOCK, "the packed row got the recycled block 1");
     let s = h.validate();
     eprintln!("validate: {s:?}");
     let s = s.expect("a consistent heap validates");
-    assert_eq!(s.live_packed, 1, "one packed object: {s:?}");
+    assert_eq!(s.live_packed, 3, "three packed objects: {s:?}");
 }
 
 /// diag's occupancy reads a slot's first block only: the untouched later blocks of a run
@@ -83,7 +86,8 @@ fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
 fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     let cpu = heap(1);
     let h = cpu.heap();
-    let c = class_of(16);
+    let c = class_of(64);
+    assert_eq!(max_run(c), 2);
     let per = slices_per_block(c);
     set_host_thread_index(0);
     let t0 = h.take_slices(c, per).unwrap();
@@ -100,7 +104,7 @@ fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     assert_eq!(
         co.current_live + co.retired_live,
         per as u64 + 10,
-        "occupancy's live slices of class 16 B: {co:?}"
+        "occupancy's live slices of class 64 B: {co:?}"
     );
 }
 

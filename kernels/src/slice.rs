@@ -66,8 +66,8 @@ const TRIM_BATCH: u32 = 8;
 
 /// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
 /// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes with
-/// 4096 slices per block (16..256 B but 24 and 48) take two blocks at most, 4 KiB slices up
-/// to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each install a
+/// 4096 slices per block (64..256 B but 72..120 and 144..240) take two blocks at most (16
+/// and 32 B one, see `RUN_MIN_BLOCK_BYTES`), 4 KiB slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each install a
 /// claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B 0.134 ms.)
 pub const RUN_SLICES: u32 = 8192;
 /// Runs hold at most this many bytes.
@@ -75,6 +75,18 @@ pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
 /// up to 32 slices then spans at most two blocks of a run (see `Taken`).
 pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
+/// Classes whose blocks are smaller than this (16, 24 and 32 B: 64 and 128 KiB blocks) take
+/// one block at a time: their rows have a slot per multiprocessor, so a run of two blocks
+/// did not make a burst faster, but the second block, claimed ahead, was untouched at the
+/// end of one on a third of the multiprocessors. A burst of 2^20 x 16 B had 403 blocks out
+/// for the 256 its slices fill (59 of them untouched, 132 partly used: one per
+/// multiprocessor; r31 `spread/`); with one block a run, range / live 1.73-1.75 -> 1.45-1.49
+/// at 16 B, 1.68-1.71 -> 1.50 at 32 B, mixed ≤64 3.16-3.19 -> 2.79, and allocation as fast or
+/// faster (32 B 0.116-0.121 -> 0.104 ms, mixed ≤64 0.174 -> 0.153-0.158; H200, r31 `run1/`).
+/// Not for the larger classes of 4096 slices a block: their rows share slots between
+/// multiprocessors (8 GiB: 32 slots for 512 KiB blocks, 8 for 1 MiB), and one block a run
+/// made 128 and 256 B 24% and 36% slower to allocate (`run1/`).
+pub const RUN_MIN_BLOCK_BYTES: u64 = 256 << 10;
 /// A run whose slices ran out sooner than this after its install doubles its slot's next run
 /// (up to `max_run`); a slower one sets it back to one block, so that slots whose blocks last
 /// (most classes of a mixed workload) never hold blocks ahead.
@@ -89,7 +101,10 @@ const PACE_RUN_MASK: u64 = 0xff;
 pub const fn max_run(row: usize) -> u32 {
     let (c, kind) = row_class_kind(row);
     let per = slices_per_block(c);
-    if kind == KIND_PACKED || per < RUN_MIN_SLICES_PER_BLOCK {
+    if kind == KIND_PACKED
+        || per < RUN_MIN_SLICES_PER_BLOCK
+        || group_block_bytes(group_of(c)) < RUN_MIN_BLOCK_BYTES
+    {
         return 1;
     }
     let by_slices = RUN_SLICES / per;
@@ -816,7 +831,9 @@ mod tests {
     fn runs_are_one_block_for_packed_rows_and_few_slices() {
         assert!((0..crate::class::PACKED_CLASSES.len()).all(|i| max_run(packed_row(i)) == 1));
         assert_eq!(max_run(crate::class::class_of(4096)), MAX_RUN_BLOCKS);
-        assert_eq!(max_run(crate::class::class_of(16)), 2);
+        assert_eq!(max_run(crate::class::class_of(16)), 1, "64 KiB blocks");
+        assert_eq!(max_run(crate::class::class_of(32)), 1, "128 KiB blocks");
+        assert_eq!(max_run(crate::class::class_of(64)), 2, "256 KiB blocks of 4096 slices");
         assert_eq!(max_run(crate::class::class_of(64 << 10)), 1, "16 slices per block");
         for c in 0..NUM_CLASSES {
             let k = max_run(c);
