@@ -319,25 +319,29 @@ fn runs_of_64k_blocks_cross_segments() {
 /// no room in group 0's segments). See bench/results/cpu-churn-s4.md.
 #[test]
 fn churn_no_null_under_70_percent_live() {
+    let bad = nulls_under_the_target(&[(64, 4, 1 << 17), (64, 16, 1 << 17), (256, 64, 1 << 19)], 0.5);
+    assert!(bad.is_empty(), "{bad:?}");
+}
+
+/// Runs the churn with `live` of the heap live on each (segments, shards, threads) of
+/// `heaps`, prints where the memory was at each first null, and returns the runs whose first
+/// null came with less than `TARGET_NO_NULL_BELOW` of the heap live.
+fn nulls_under_the_target(heaps: &[(u32, u32, u64)], live: f64) -> Vec<String> {
     let mut bad = Vec::new();
-    for (segments, shards, n) in [(64u32, 4u32, 1u64 << 17), (64, 16, 1 << 17), (256, 64, 1 << 19)] {
-        let r = churn(segments, shards, n, ROUNDS, 0.5);
-        print_first_null(
-            &format!("{} MiB, {shards} shards", segments * 16),
-            &r,
-            segments as u64 * SEGMENT_BYTES,
-        );
+    for &(segments, shards, n) in heaps {
+        let r = churn(segments, shards, n, ROUNDS, live);
+        let tag = format!("{} MiB, {shards} shards, {:.0}% live", segments * 16, 100.0 * live);
+        print_first_null(&tag, &r, segments as u64 * SEGMENT_BYTES);
         if let Some(f) = r.first.as_ref().filter(|f| f.live_share < TARGET_NO_NULL_BELOW) {
             bad.push(format!(
-                "{} MiB, {shards} shards: null in round {} for {} B at {:.1}% live",
-                segments * 16,
+                "{tag}: null in round {} for {} B at {:.1}% live",
                 f.round,
                 f.size,
                 100.0 * f.live_share
             ));
         }
     }
-    assert!(bad.is_empty(), "{bad:?}");
+    bad
 }
 
 /// Requests up to 256 KiB that take runs of 64 KiB blocks get no more bytes than a slice of
@@ -424,23 +428,6 @@ fn a_burst_of_run_claims_formats_one_segment() {
 /// classes, about a third of their slices live.
 #[test]
 fn churn_at_70_percent_live() {
-    let mut bad = Vec::new();
-    for (segments, shards, n) in [(256u32, 64u32, 1u64 << 19), (512, 128, 1 << 20)] {
-        let r = churn(segments, shards, n, ROUNDS, 0.7);
-        print_first_null(
-            &format!("{} MiB, {shards} shards, 70%", segments * 16),
-            &r,
-            segments as u64 * SEGMENT_BYTES,
-        );
-        if let Some(f) = r.first.as_ref().filter(|f| f.live_share < TARGET_NO_NULL_BELOW) {
-            bad.push(format!(
-                "{} MiB, {shards} shards: null in round {} for {} B at {:.1}% live",
-                segments * 16,
-                f.round,
-                f.size,
-                100.0 * f.live_share
-            ));
-        }
-    }
+    let bad = nulls_under_the_target(&[(256, 64, 1 << 19), (512, 128, 1 << 20)], 0.7);
     assert!(bad.is_empty(), "{bad:?}");
 }
