@@ -65,7 +65,8 @@ fn alignments_are_honoured_or_refused() {
         let align = 1usize << shift;
         // 64 KiB + 1 and 1 MiB: runs of 64 KiB blocks, cut to an aligned start (at 16 MiB
         // from runs of 257..271 blocks, which cross a segment end).
-        for size in [1usize, 24, 65537, 1 << 20, align, 3 * align + 5] {
+        // 24, 72, 100, 120: sizes of the 8-byte-aligned classes (24, 72, 104, 120 B).
+        for size in [1usize, 24, 72, 100, 120, 240, 65537, 1 << 20, align, 3 * align + 5] {
             let layout = Layout::from_size_align(size, align).unwrap();
             match h.allocate(layout) {
                 Ok(p) => {

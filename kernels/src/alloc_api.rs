@@ -4,7 +4,8 @@
 //! `BTreeMap::new_in(heap)` (with `alloc`), in kernels and in the CPU model alike.
 //!
 //! Every power-of-two alignment up to a segment (16 MiB) is honoured: up to 8 bytes by any
-//! slice, 16 by any slice but the 24-byte class (sizes are rounded up to 16 bytes for it); up
+//! slice, 16 by any slice but the classes that are odd multiples of 8 (24, 72, 88, 104 and
+//! 120 B; sizes are rounded up to 16 bytes for an alignment of 16, which takes none of them); up
 //! to 64 KiB, a request of up to the largest slice (1 MiB) is rounded up to a power of two at
 //! least the alignment (a slice class whose slices lie at multiples of their size from the
 //! heap's base, or a run of 64 KiB blocks), and a larger one is a run of 256 KiB blocks,
@@ -30,10 +31,11 @@ use core::ptr::NonNull;
 use crate::class::{group_block_bytes, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, UNIT_RUN_GROUP};
 use crate::heap::DeviceHeap;
 
-/// Alignment every allocation of the heap has (24-byte slices are 8-byte aligned).
+/// Alignment every allocation of the heap has (the slices of 24, 72, 88, 104 and 120 B are
+/// 8-byte aligned).
 pub const MIN_ALIGN: usize = 8;
-/// Alignment of every allocation whose size is a multiple of 16 (every slice class but 24 B
-/// is a multiple of 16, see `class`).
+/// Alignment of every allocation whose size is a multiple of 16 (every slice class but the
+/// odd multiples of 8 is a multiple of 16, and no such size is in one of those, see `class`).
 pub const SLICE_ALIGN: usize = 16;
 
 impl DeviceHeap {
@@ -45,7 +47,7 @@ impl DeviceHeap {
         let p = if align <= MIN_ALIGN as u64 {
             self.malloc(size)
         } else if align <= SLICE_ALIGN as u64 {
-            // Never the 8-aligned 24-byte class.
+            // Never one of the 8-aligned classes (odd multiples of 8).
             self.malloc(size.next_multiple_of(SLICE_ALIGN as u64))
         } else if size > MAX_SLICE_BYTES && align <= RUN_BLOCK_BYTES {
             // A run of 256 KiB blocks.

@@ -63,8 +63,9 @@ impl<'a> HandOut<'a> {
     #[inline(always)]
     pub fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
         let (seg, first) = self.bit_of(addr);
-        // A slice's bit is its first unit's, from its own byte offset in the segment (24-byte
-        // slices start every 1.5 units, so a run's later bits are not `first` plus a stride).
+        // A slice's bit is its first unit's, from its own byte offset in the segment (slices of
+        // an odd multiple of 8 bytes, 24 to 120, start every 1.5 to 7.5 units, so a run's later
+        // bits are not `first` plus a stride).
         let offset = (addr - self.mem) & (crate::SEGMENT_BYTES - 1);
         let (mut word, mut mask) = (first / WORD_BITS, 0u64);
         for i in 0..count as u64 {
