@@ -845,3 +845,58 @@ fn boot_formats_the_small_groups_ahead() {
     h.free(all);
     assert_empty(h);
 }
+
+/// A request whose class's slices are 16-byte aligned never falls back to a class of 8-byte
+/// aligned slices (24 B, and 72, 88, 104, 120 B): its size may need 16. With one segment,
+/// formatted for the group of 72..128 B (by a 100-byte request), 64-byte requests took 72-byte
+/// slices, 8-aligned every other one, and `malloc_layout(64, 16)` got null for those; with one
+/// formatted for 24..32 B, 16-byte requests took 24-byte slices (review of r31).
+#[test]
+fn a_fallback_keeps_the_alignment_a_request_is_promised() {
+    use veballoc::kernels::class::align_of_request;
+    for (first, size) in [(100u64, 64u64), (24, 16), (104, 80)] {
+        let cpu = CpuHeap::new(1, 1);
+        let h = cpu.heap();
+        let a = h.malloc(first);
+        assert!(!a.is_null());
+        let ps: Vec<_> = (0..8).map(|_| h.malloc(size)).collect();
+        for &p in &ps {
+            assert!(!p.is_null(), "{size} B after {first} B");
+            let align = align_of_request(size);
+            assert!((p as u64).is_multiple_of(align), "{size} B after {first} B: {p:?} not {align}-aligned");
+            assert!(h.usable_size(p).is_multiple_of(16), "{size} B took a {}-byte slice", h.usable_size(p));
+        }
+        // A 16-aligned layout of 64 bytes where the group of 72..128 B has room (with only
+        // the 24..32 B group's segment, 64 B has none: no smaller class serves it).
+        let q = h.malloc_layout(core::alloc::Layout::from_size_align(64, 16).unwrap());
+        assert_eq!(!q.is_null(), first != 24, "{q:?}");
+        assert!((q as u64).is_multiple_of(16), "{q:?}");
+        for p in ps.into_iter().chain([a]).chain((!q.is_null()).then_some(q)) {
+            h.free(p);
+        }
+        assert_empty(h);
+    }
+}
+
+/// `realloc` keeps a pointer in place only where it has the alignment the new size is
+/// promised: a 72-byte slice is 8-aligned, and 64 bytes need 16 (review of r31).
+#[test]
+fn realloc_in_place_keeps_the_promised_alignment() {
+    use veballoc::kernels::class::align_of_request;
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let mut live = Vec::new();
+    for _ in 0..4 {
+        let p = h.malloc(72);
+        assert!(!p.is_null());
+        let q = h.realloc(p, 64);
+        assert!(!q.is_null());
+        assert!((q as u64).is_multiple_of(align_of_request(64)), "{p:?} -> {q:?}");
+        live.push(q);
+    }
+    for p in live {
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -123,7 +123,8 @@ mod stress {
     fn runs_under_sweeps_and_trims() {
         const THREADS: usize = 8;
         const ROUNDS: usize = 40000;
-        let sizes = [16u64, 24, 48, 2560, 3072, 4096, 160, 300_000];
+        // 64 B: runs of two blocks of 4096 slices (16 B has runs of one since r31).
+        let sizes = [16u64, 24, 48, 64, 2560, 3072, 4096, 160, 300_000];
         let cpu = CpuHeap::with_layout(HeapLayout::new(8, 4, veballoc::kernels::CHECKS).with_pin_shift(64));
         let h = cpu.heap();
         let live_set = Mutex::new(HashSet::<u64>::new());

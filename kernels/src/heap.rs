@@ -487,7 +487,14 @@ impl DeviceHeap {
             }
         }
         let last = fallback_last(c);
-        (c + 1..=last).find_map(|up| self.take_marked::<true>(up, n).map(|t| (t, up)))
+        // A class of 16-byte-aligned slices never falls back to one of 8-byte-aligned slices
+        // (24 B and the band's odd classes): its requests may need 16 (`align_of_request`;
+        // found by review: 64 B took 72-byte slices, 16 B 24-byte ones, once their own
+        // group had no room).
+        let need16 = slice_bytes(c).is_multiple_of(16);
+        (c + 1..=last)
+            .filter(|&up| !need16 || slice_bytes(up).is_multiple_of(16))
+            .find_map(|up| self.take_marked::<true>(up, n).map(|t| (t, up)))
     }
 
     /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
@@ -1008,7 +1015,9 @@ impl DeviceHeap {
             }
             return core::ptr::null_mut();
         }
-        if size <= have {
+        // In place only where the pointer has the alignment `size` is promised: a 72-byte
+        // slice is 8-aligned, and a shrink to 64 bytes needs 16 (review of r31).
+        if size <= have && (ptr as u64).is_multiple_of(crate::class::align_of_request(size)) {
             return ptr;
         }
         let q = fresh();

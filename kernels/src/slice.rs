@@ -65,9 +65,10 @@ pub const PARTIAL_CAS_TRIES: u32 = 8;
 const TRIM_BATCH: u32 = 8;
 
 /// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
-/// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes with
-/// 4096 slices per block (64..256 B but 72..120 and 144..240) take two blocks at most (16
-/// and 32 B one, see `RUN_MIN_BLOCK_BYTES`), 4 KiB slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each install a
+/// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes of
+/// 4096 slices per block (the powers of two from 64 to 256 B; 16 and 32 B take one block,
+/// see `RUN_MIN_BLOCK_BYTES`) take two blocks at most, those of more slices (the other
+/// classes up to 256 B) one, 4 KiB slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each install a
 /// claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B 0.134 ms.)
 pub const RUN_SLICES: u32 = 8192;
 /// Runs hold at most this many bytes.
@@ -75,8 +76,8 @@ pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
 /// up to 32 slices then spans at most two blocks of a run (see `Taken`).
 pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
-/// Classes whose blocks are smaller than this (16, 24 and 32 B: 64 and 128 KiB blocks) take
-/// one block at a time: their rows have a slot per multiprocessor, so a run of two blocks
+/// Classes whose blocks are smaller than this (16 and 32 B, 64 and 128 KiB blocks of 4096
+/// slices; 24 B's 5461 slices a block gave it runs of one already) take one block at a time: their rows have a slot per multiprocessor, so a run of two blocks
 /// did not make a burst faster, but the second block, claimed ahead, was untouched at the
 /// end of one on a third of the multiprocessors. A burst of 2^20 x 16 B had 403 blocks out
 /// for the 256 its slices fill (59 of them untouched, 132 partly used: one per

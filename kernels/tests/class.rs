@@ -58,7 +58,8 @@ fn class_sizes_are_increasing_16_byte_multiples() {
 }
 
 /// Every size from 1 byte to the largest class maps to the smallest class that holds it, and
-/// the waste bounds hold: within 16 bytes below 64 B, at most 25% up to 4 KiB, at most 6.25%
+/// the waste bounds hold: within 16 bytes below 64 B, at most 12.5% up to 256 B (25% for a
+/// lane of a mixed warp), at most 25% up to 4 KiB, at most 6.25%
 /// up to 8 KiB, at most 12.5% above. Exhaustive up to the largest class (1 MiB).
 #[test]
 fn every_size_gets_the_smallest_class_and_little_waste() {
@@ -69,6 +70,14 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
         assert!(got >= size, "size {size} got {got}");
         if size < 64 {
             assert!(got - size < 16, "size {size} got {got}: within 16 bytes");
+        } else if size <= 256 {
+            assert!(got * 8 <= size * 9, "size {size} got {got}: at most 12.5% more");
+            // A lane of a warp of mixed sizes takes the band's even class: at most 25%.
+            let coarse = slice_bytes(warp_class(c, false));
+            assert!(
+                coarse >= got && coarse * 4 <= size * 5 && coarse.is_multiple_of(16),
+                "size {size}: {coarse}"
+            );
         } else if size <= 4096 {
             assert!(got * 4 <= size * 5, "size {size} got {got}: at most 25% more");
         } else if size <= 8192 {
@@ -92,9 +101,9 @@ fn every_size_gets_the_smallest_class_and_little_waste() {
 }
 
 /// A request without room in its class may take a slice up to the smallest class holding
-/// four of its class's slices (two doublings: 8 classes up to 1 KiB, 11-24 from there to
-/// 8 KiB through the sixteen classes from 4 to 8 KiB, 16 above) and at least 8 classes up
-/// (below 64 B four times is fewer: 24 B reaches 160 B, the first class of the 1 MiB group),
+/// four of its class's slices (two doublings: 16 classes from 64 to 256 B, 8 from there to
+/// 1 KiB, 11-24 from there to 8 KiB through the sixteen classes from 4 to 8 KiB, 16 above),
+/// and below 64 B at least the first class of the 1 MiB group (`FALLBACK_FLOOR`, 144 B),
 /// never past the largest class.
 #[test]
 fn fallback_spans_two_doublings() {
@@ -167,9 +176,10 @@ fn block_geometry() {
         assert!(took * 3 <= size * 4, "size {size}: {took}");
         size += 61;
     }
-    // Every class from 160 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
+    // Every class from 144 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
     // segments any of them can use).
-    let g = group_of(class_of(160));
+    let g = group_of(class_of(144));
+    assert_eq!(group_of(class_of(144)), group_of(class_of(160)));
     assert_eq!(group_block_bytes(g), 1 << 20);
     assert!((class_of(160)..=class_of(256 << 10)).all(|c| group_of(c) == g));
     assert!(group_of(class_of(128)) < g);
@@ -177,7 +187,7 @@ fn block_geometry() {
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which
-/// covers every offset in a block), for every class's slice size (101 * 2^24 divisions).
+/// covers every offset in a block), for every class's slice size (109 * 2^24 divisions).
 #[test]
 fn reciprocal_divisions_are_exact_for_every_offset() {
     for c in 0..NUM_CLASSES {
