@@ -328,10 +328,17 @@ impl BlockMeta {
     }
 }
 
+/// Index of block `local` of segment `seg` among the per-block-slot metadata (block metas,
+/// free masks): `MAX_BLOCKS_PER_SEGMENT` slots a segment, whatever its group.
+#[inline(always)]
+const fn block_slot(seg: u32, local: u32) -> u64 {
+    seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64
+}
+
 /// The free mask of a block of `per` slices (at most `MASK_MAX_SLICES`) with every slice free.
 #[inline(always)]
 pub const fn full_mask(per: u32) -> u64 {
-    u64::MAX >> (64 - per)
+    mask_range(0, per)
 }
 
 /// The free-mask bits of the `k` slices from slice `first` (`first + k <= 64`).
@@ -567,7 +574,7 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     pub(crate) fn block_meta_in(&self, count: u32, seg: u32, local: u32) -> &'a BlockMeta {
         debug_assert!(count == self.segs.count());
-        let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
+        let i = block_slot(seg, local);
         let addr = self.segs.meta() + blocks_off(count) + i * BLOCK_META_BYTES;
         // SAFETY: `blocks_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT` BlockMetas in
         // the metadata buffer, which lives as long as the heap, for `count` the layout's
@@ -681,7 +688,7 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     pub(crate) fn free_mask_in(&self, count: u32, seg: u32, local: u32) -> &'a Atom64 {
         debug_assert!(count == self.segs.count());
-        let i = seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64;
+        let i = block_slot(seg, local);
         let addr = self.segs.meta() + masks_off(count) + i * BLOCK_MASK_BYTES;
         // SAFETY: `masks_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT` 8-byte words in
         // the metadata buffer, which lives as long as the heap, for `count` the layout's

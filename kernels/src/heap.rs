@@ -481,8 +481,7 @@ impl DeviceHeap {
         // Before a larger class or null: every partly free block of a mask class, not just the
         // first few marks (stale marks of blocks taken empty since come first, lowest first).
         if is_mask_class(c) {
-            let (base, got) = self.slots().take_partial(c, n, u32::MAX);
-            if let Some(t) = self.mark_taken((got > 0).then_some(Taken::one(base, got)), c) {
+            if let Some(t) = self.mark_taken(self.slots().take_partial_in(c, n, u32::MAX), c) {
                 return Some((t, c));
             }
         }
@@ -533,21 +532,24 @@ impl DeviceHeap {
         }
         let c = slice_class(size);
         if is_mask_class(c) {
-            return self.malloc_mask_warp(c);
+            self.malloc_mask_warp(c)
+        } else {
+            self.malloc_warp_in::<false>(c)
         }
-        for _ in 0..WARP_ROUNDS {
-            if let Some(p) = self.serve_group::<false>(c, arch::activemask()) {
-                return p;
-            }
-        }
-        core::ptr::null_mut()
     }
 
     /// `malloc_warp_unchecked` of a mask class (out of line, as `malloc_mask_slice`).
     #[inline(never)]
     fn malloc_mask_warp(self, c: usize) -> *mut u8 {
+        self.malloc_warp_in::<true>(c)
+    }
+
+    /// `malloc_warp_unchecked`'s loop: every active lane in one group; `PARTIAL` as in
+    /// `serve_group`.
+    #[inline(always)]
+    fn malloc_warp_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
         for _ in 0..WARP_ROUNDS {
-            if let Some(p) = self.serve_group::<true>(c, arch::activemask()) {
+            if let Some(p) = self.serve_group::<PARTIAL>(c, arch::activemask()) {
                 return p;
             }
         }

@@ -287,12 +287,18 @@ impl<'a> Slots<'a> {
     #[inline(always)]
     pub fn take_in_class(&self, c: usize, n: u32) -> Option<Taken> {
         if is_mask_class(c) {
-            let (base, got) = self.take_partial(c, n, PARTIAL_VISITS);
-            if got > 0 {
-                return Some(Taken::one(base, got));
+            if let Some(t) = self.take_partial_in(c, n, PARTIAL_VISITS) {
+                return Some(t);
             }
         }
         self.take_in_row(c, n)
+    }
+
+    /// `take_partial`'s slices as one piece, `None` when it had none.
+    #[inline(always)]
+    pub fn take_partial_in(&self, c: usize, n: u32, visits: u32) -> Option<Taken> {
+        let (base, got) = self.take_partial(c, n, visits);
+        (got > 0).then_some(Taken::one(base, got))
     }
 
     /// A run of `k` contiguous blocks of run group `RUN_GROUPS[i]`, taken with one atomic from
@@ -616,6 +622,8 @@ impl<'a> Slots<'a> {
         let tree = self.blocks.partial_tree(c);
         let (g, per) = (group_of(c), slices_per_block(c));
         let (full, word) = (full_mask(per), kind_word(KIND_SLICES, c));
+        // A mask and kind word of a partly free block of class `c`.
+        let partial = |m: u64, kind: u32| m != 0 && m != full && kind == word;
         let mut from = 0;
         for _ in 0..visits {
             // A few looks: one pass through the summaries (a miss costs a take from the slot);
@@ -630,7 +638,7 @@ impl<'a> Slots<'a> {
             while tries < PARTIAL_CAS_TRIES {
                 // Relaxed: hints; the CAS decides, and the kind is read again after it.
                 let (m, kind) = (mask.load_relaxed(), meta.kind.load_relaxed());
-                if m == 0 || m == full || kind != word {
+                if !partial(m, kind) {
                     // Not a partial block of ours (taken empty, recycled, or another class's
                     // now): drop the mark, then look again. A give-back that made the mask
                     // non-empty marked the block after its OR (an acq_rel insert), and our
@@ -643,8 +651,7 @@ impl<'a> Slots<'a> {
                     dropped = true;
                     tree.remove(id);
                     // Relaxed: ordered after the removal's acquire (see above).
-                    let (m, kind) = (mask.load_relaxed(), meta.kind.load_relaxed());
-                    if m == 0 || m == full || kind != word {
+                    if !partial(mask.load_relaxed(), meta.kind.load_relaxed()) {
                         break;
                     }
                     tree.insert(id);
