@@ -1,6 +1,6 @@
 set -uo pipefail
 # r31 call M (41dd283, the fallback's alignment and realloc fixes): every GPU test, churn at
-# 70%, util of the band sizes.
+# 70%.
 R=/tmp/r31-last; mkdir -p $R/tests
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $R/device.txt; date -u +%FT%TZ | tee -a $R/device.txt
 export VEBALLOC_CHECKS_PTX_FILE=$PWD/.devbin/veballoc-checks.ptx

@@ -1,0 +1,12 @@
+set -uo pipefail
+# r31 call N (2259ad0, the tidy after reading the diff): every GPU test, churn at
+# 70%.
+R=/tmp/r31-tidy; mkdir -p $R/tests
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $R/device.txt; date -u +%FT%TZ | tee -a $R/device.txt
+export VEBALLOC_CHECKS_PTX_FILE=$PWD/.devbin/veballoc-checks.ptx
+s=$(date +%s); timeout 220 .devbin/tests/gpu --ignored --test-threads=1 > $R/tests/gpu.txt 2>&1; echo "gpu rc=$? $(( $(date +%s) - s )) s"
+for t in gpu_correctness gpu_host; do timeout 60 .devbin/tests/$t --ignored --test-threads=1 > $R/tests/$t.txt 2>&1; echo "$t rc=$?"; done
+timeout 60 .devbin/tests/gpu_multi --ignored --test-threads=1 --skip two_gpus > $R/tests/gpu_multi.txt 2>&1; echo "gpu_multi rc=$?"
+grep -ah 'test result\|FAILED\|panicked' $R/tests/*.txt | tail -20
+timeout 40 .devbin/veballoc-bench churn --churn-rounds 20 --churn-live 0.7 --out $R/churn-0.7 > $R/churn-0.7.txt 2>&1; echo "churn 0.7: $(grep -a 'null' $R/churn-0.7.txt | tail -2 | head -1)"
+tar czf $OUT/r31-tidy.tgz -C $R .
