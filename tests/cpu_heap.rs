@@ -846,6 +846,48 @@ fn boot_formats_the_small_groups_ahead() {
     assert_empty(h);
 }
 
+/// A class that outgrows its booted segment goes on in the next booted segment that no block
+/// of its group is out of, not past every booted segment: with the boot on by default, a
+/// burst of one size keeps its address range (r28: 16 B at 2^20 threads spanned segments 0
+/// and 5, range / live 5.75). A booted segment whose group uses it is skipped and stays that
+/// group's.
+#[test]
+fn a_booted_class_grows_into_the_next_booted_segment() {
+    use std::collections::BTreeSet;
+    use veballoc::kernels::heap::{BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+    // 128 B is booted on segment 3 (group 3 of 0..5), 4 KiB on segment 4.
+    let size = 128u64;
+    assert_eq!(veballoc::kernels::block::group_of(class_of(size)), 3);
+    assert_eq!(veballoc::kernels::block::group_of(class_of(4096)), 4);
+    for (busy_next, expect) in [(false, [3u64, 4]), (true, [3, BOOT_GROUPS as u64])] {
+        let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+        let cpu = CpuHeap::new(segments, 1);
+        let h = cpu.heap();
+        for g in 0..BOOT_GROUPS {
+            assert!(h.boot(g), "group {g}");
+        }
+        // Segment 4's group in use: it is not taken back from under it.
+        let other = if busy_next { h.malloc(4096) } else { core::ptr::null_mut() };
+        let n = SEGMENT_BYTES / size + 1024;
+        let ptrs: Vec<_> = (0..n).map(|_| h.malloc(size)).collect();
+        assert!(ptrs.iter().all(|p| !p.is_null()));
+        let base = h.segment_addr(0);
+        let segs: BTreeSet<u64> = ptrs.iter().map(|&p| (p as u64 - base) / SEGMENT_BYTES).collect();
+        assert_eq!(segs.into_iter().collect::<Vec<_>>(), expect, "busy_next {busy_next}");
+        if busy_next {
+            assert_eq!((other as u64 - base) / SEGMENT_BYTES, 4);
+        }
+        h.validate().expect("heap consistent");
+        for p in ptrs {
+            h.free(p);
+        }
+        if busy_next {
+            h.free(other);
+        }
+        assert_empty(h);
+    }
+}
+
 /// A request whose class's slices are 16-byte aligned never falls back to a class of 8-byte
 /// aligned slices (24 B, and 72, 88, 104, 120 B): its size may need 16. With one segment,
 /// formatted for the group of 72..128 B (by a 100-byte request), 64-byte requests took 72-byte

@@ -221,13 +221,14 @@ fn main() {
         }
     };
     println!(
-        "GPU: {} | driver {} | {} SMs | {} MiB | rev {} | JIT register cap {}",
+        "GPU: {} | driver {} | {} SMs | {} MiB | rev {} | JIT register cap {} | boot {}",
         gpu.name(),
         gpu.driver_version(),
         gpu.multiprocessors(),
         gpu.total_memory() >> 20,
         env!("VEBALLOC_GIT_REV"),
-        cli.maxreg
+        cli.maxreg,
+        if veballoc::boot_requested() { "on" } else { "off (VEBALLOC_BOOT=0)" }
     );
     if cli.allocators.iter().any(|a| a == "cuda") {
         // CUDA's device heap limit, as in the protocol (8 GiB by default).

@@ -23,6 +23,8 @@ pub(crate) struct Report<'a> {
     pub(crate) heap_bytes: u64,
     pub(crate) block: u32,
     pub(crate) max_registers: u32,
+    /// Whether each new heap ran `Heap::boot` (the default; `VEBALLOC_BOOT=0` turns it off).
+    pub(crate) boot: bool,
     pub(crate) points: &'a [Point],
     pub(crate) frag: &'a [FragPoint],
     pub(crate) oom: &'a [OomPoint],
@@ -183,6 +185,7 @@ impl Record<'_> {
             heap_bytes: self.heap_bytes,
             block: BLOCK,
             max_registers: self.cli.maxreg,
+            boot: veballoc::boot_requested(),
             points: self.points,
             frag: self.frag,
             oom: self.oom,

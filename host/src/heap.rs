@@ -5,7 +5,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use cust::memory::{DeviceBuffer, DeviceCopy, DevicePointer, DeviceSlice};
 use cust::stream::Stream;
 use cust::sys as cu;
-use veballoc_kernels::heap::{DeviceHeap, HeapLayout, BOOT_GROUPS, DEFAULT_SHARDS};
+use veballoc_kernels::heap::{DeviceHeap, HeapLayout, DEFAULT_SHARDS};
 use veballoc_kernels::{Stats, SEGMENT_BYTES};
 
 use crate::error::{driver, Error, Result};
@@ -87,10 +87,10 @@ fn pin_shift_override() -> Option<u32> {
     std::env::var("VEBALLOC_PIN_SHIFT").ok()?.parse().ok()
 }
 
-/// `VEBALLOC_BOOT=1`: heaps made by this process run [`Heap::boot`] when they are created (for
-/// A/B runs of the cold path; unset, they do not).
-fn boot_requested() -> bool {
-    std::env::var("VEBALLOC_BOOT").is_ok_and(|v| v == "1")
+/// Whether heaps made by this process run [`Heap::boot`] when they are created: yes, unless
+/// `VEBALLOC_BOOT=0` (for A/B runs of the cold path).
+pub fn boot_requested() -> bool {
+    std::env::var("VEBALLOC_BOOT").map_or(true, |v| v != "0")
 }
 
 /// Free segments `trim_memory(keep_bytes)` keeps mapped, at most all of them.
@@ -191,15 +191,19 @@ impl Heap {
     /// Formats a segment ahead for each group of the classes from 16 B to 256 KiB (five
     /// groups, fewer for heaps under 80 segments; `DeviceHeap::boot`), so that the first
     /// mallocs of those classes on this heap take blocks at once instead of waiting for a
-    /// format: small launches on a new heap allocate up to 1.7x faster (H200, r28). The cost:
-    /// a class that outgrows its first segment continues after the other groups' segments,
-    /// so its address range spans them (range / live of 1M x 16 B: 5.7 against 1.7), which
-    /// is why heaps do not do it unless asked. The segments go back when memory runs short.
+    /// format: small launches on a new heap allocate up to 1.7x faster (H200, r28). Every
+    /// heap does this when it is created (unless `VEBALLOC_BOOT=0`); call it again after a
+    /// `trim` that gave the segments back. It costs no address range: the first format of any
+    /// group takes back the lowest of these segments that nobody has used (so a class that
+    /// outgrows its segment goes on in the next one, not past the other groups'), and the
+    /// segments go back when memory runs short.
     ///
     /// ```no_run
     /// # let gpu = veballoc::Gpu::new()?;
-    /// let heap = veballoc::Heap::new(&gpu, 1 << 30)?;
-    /// heap.boot()?; // before the first, latency-sensitive kernel
+    /// let heap = veballoc::Heap::new(&gpu, 1 << 30)?; // booted
+    /// // ... kernels ...
+    /// heap.trim()?; // every free segment back to the heap, the booted ones too
+    /// heap.boot()?; // before the next latency-sensitive kernel
     /// # Ok::<(), veballoc::Error>(())
     /// ```
     pub fn boot(&self) -> Result<()> {
@@ -207,9 +211,7 @@ impl Heap {
         let arg = self.arg();
         // SAFETY: veballoc_boot takes one DeviceHeap; it runs on veballoc's stream, after
         // whatever the heap's user queued there.
-        unsafe {
-            self.gpu.launch("veballoc_boot", BOOT_GROUPS as u64, MAINT_BLOCK, crate::kernel_args![arg])?
-        };
+        unsafe { self.gpu.launch("veballoc_boot", 1, 1, crate::kernel_args![arg])? };
         self.gpu.sync()
     }
 

@@ -235,6 +235,16 @@ pub const fn formatters(g: usize) -> u32 {
 /// Most segments one lock holder formats for the claimers waiting on it.
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
+/// Segments a boot's formats ahead are remembered for (`Blocks::take_back_after`): one bit
+/// each in a word. A boot on a new heap takes the lowest `heap::BOOT_GROUPS` (5).
+pub const BOOTED_SEGMENTS: u32 = 64;
+/// `Blocks::take_back_after` takes the next booted segment back once all but
+/// `1 / TAKE_BACK_FROM` of a segment's blocks are out: early enough that the reclaim is done
+/// before the group formats again. With a quarter left, a burst of 2^20 x 16 B on 132
+/// multiprocessors used its last 64 blocks while the reclaim ran, formatted segment 5, and
+/// spanned 5.5 times its live bytes (H200, NOTES r32 `take2/`).
+pub const TAKE_BACK_FROM: u32 = 2;
+
 /// Block in its tree (parked), or never used: zero, so that a freshly formatted segment's
 /// blocks read as free. A `free` that finds it is a double free (or a foreign pointer), which
 /// is how a second free of a whole block is caught without the checks.
@@ -1000,16 +1010,72 @@ impl<'a> Blocks<'a> {
 
     /// Formats the lowest free segment for group `g` with every block in the group's tree,
     /// and marks it pending, so that a claim of fresh segments that finds none takes it back
-    /// (`claim_fresh_run`) as it would the segment of a freed run. For the boot of a new heap
-    /// (`DeviceHeap::boot`): the first install of a class then takes blocks from the tree
-    /// instead of waiting for a format (r26's trace: 8 us of a cold malloc's 16 us on an
-    /// H100). False when no segment was free.
+    /// (`claim_fresh_run`) as it would the segment of a freed run, and booted, so that the
+    /// group on the segment below it takes it back before it formats again, if its own group
+    /// has not used it (see `take_back_after`). For the boot of a new heap (`DeviceHeap::boot`): the first
+    /// install of a class then takes blocks from the tree instead of waiting for a format
+    /// (r26's trace: 8 us of a cold malloc's 16 us on an H100). False when no segment was free.
+    /// A group whose tree has a free block already formats nothing (a boot run twice).
     pub fn preformat(&self, g: usize) -> bool {
+        if !self.block_tree(g).is_empty() {
+            return false;
+        }
         let Some(seg) = self.fresh_segment(g, 0) else { return false };
         // Release: as in release_block (a drain decides from relaxed loads of the entry and
         // the count, which the format wrote before).
         self.pending_tree().insert(seg as u64);
+        if seg < BOOTED_SEGMENTS {
+            // Relaxed: the bit only elects one later claimer to try the segment's reclaim,
+            // which orders itself (its CAS on the count acquires the format's add).
+            self.booted().fetch_or_relaxed(1 << seg);
+        }
         true
+    }
+
+    /// The segments below `BOOTED_SEGMENTS` that a boot formatted ahead and that no claim has
+    /// taken back yet (bit `s` for segment `s`, see `take_back_after`).
+    #[inline(always)]
+    fn booted(&self) -> &'a Atom64 {
+        // SAFETY: the layout reserved one word at booted_off.
+        unsafe { &crate::atomic::words(self.segs.meta() + self.layout().booted_off, 1)[0] }
+    }
+
+    /// The booted segments not taken back yet, for `take_back_after` (a hint: relaxed).
+    #[inline(always)]
+    pub(crate) fn booted_hint(&self) -> u64 {
+        // Relaxed: a hint; take_back_after's RMW decides.
+        self.booted().load_relaxed()
+    }
+
+    /// After a claim of blocks in segment `seg` for group `g`, with `booted` (`booted_hint`)
+    /// not zero: once all but `1 / TAKE_BACK_FROM` of the segment's blocks are out, takes
+    /// back the booted segment right after it if no block of it is out (its group has not
+    /// used it), so that the group's next format gets it (the lowest free segment then) and
+    /// its segments stay side by side. A boot formats the groups in order
+    /// on the lowest segments (group 0 on segment 0, ...): without this, a class that
+    /// outgrew its booted segment went on past every booted segment (range / live of 2^20 x
+    /// 16 B 5.75 against 1.69 without the boot, NOTES r28), which kept the boot off by
+    /// default. Here and not before a format (in `claim_blocks`): there the reclaim made
+    /// ptxas give every claim more spills, and 128 B..4 KiB allocated 5-10% slower at 2^20
+    /// threads (H200, NOTES r32).
+    #[inline(never)]
+    pub(crate) fn take_back_after(&self, g: usize, seg: u32, booted: u64) {
+        let next = seg + 1;
+        if next >= BOOTED_SEGMENTS || booted & (1 << next) == 0 {
+            return;
+        }
+        let bps = group_blocks_per_segment(g);
+        // Relaxed: a hint of how full the segment is (the blocks a claim takes are spread
+        // over its lowest free word, so the claim's index says little).
+        if self.segs.seg_out(seg).load_relaxed() & OUT_COUNT_MASK < bps - bps / TAKE_BACK_FROM {
+            return;
+        }
+        // Relaxed: the bit only elects the one claimer that tries the segment; the reclaim
+        // orders itself (its CAS on the count acquires the format's add).
+        if self.booted().fetch_and_relaxed(!(1 << next)) & (1 << next) != 0 {
+            // Taken back, or in use by its own group, which keeps it.
+            self.trim_segment(next);
+        }
     }
 
     /// A run of `k` free blocks of group `g` that needs fresh segments. It begins with the

@@ -18,12 +18,15 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     }
 }
 
-/// One thread per group: the boot of a new heap (see `DeviceHeap::boot`, `Heap::boot`).
+/// The boot of a new heap (see `DeviceHeap::boot`, `Heap::boot`): one thread formats ahead
+/// for the groups in order, so that group `g` gets the `g`-th lowest free segment (see
+/// `Blocks::take_back_after`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_boot(heap: DeviceHeap) {
-    let g = arch::global_thread_x();
-    if g < crate::heap::BOOT_GROUPS as u64 {
-        heap.boot(g as usize);
+    if arch::global_thread_x() == 0 {
+        for g in 0..crate::heap::BOOT_GROUPS {
+            heap.boot(g);
+        }
     }
 }
 

@@ -1062,13 +1062,14 @@ impl DeviceHeap {
         self.segments().reacquire_segment(seg)
     }
 
-    /// The boot of a new heap (`veballoc_boot`, one thread per group; the host's `Heap::boot`):
-    /// formats one segment ahead for group `g` (see `Blocks::preformat`) if
-    /// `g < boot_groups(..)`, so that the first mallocs of a kernel on a new heap take blocks
-    /// from the tree rather than wait for a format. Not done by default: a class that
-    /// outgrows its first segment then continues past the other groups' (r28: range / live of
-    /// 1M x 16 B 5.7 against 1.7). Gallatin's init does more: it installs a block of every
-    /// size for every multiprocessor.
+    /// The boot of a new heap (`veballoc_boot`, the groups in order; the host's `Heap::boot`,
+    /// which every new heap runs): formats one segment ahead for group `g` (see
+    /// `Blocks::preformat`) if `g < boot_groups(..)` and its tree has no free block, so that
+    /// the first mallocs of a kernel on a new heap take blocks from the tree rather than wait
+    /// for a format. A class that outgrows its booted segment goes on in the next booted
+    /// segment if that one's group has not used it (`Blocks::take_back_after`): without that,
+    /// past the other groups' segments (r28: range / live of 1M x 16 B 5.7 against 1.7). Gallatin's
+    /// init does more: it installs a block of every size for every multiprocessor.
     pub fn boot(&self, g: usize) -> bool {
         g < boot_groups(self.layout().num_segments) && self.blocks().preformat(g)
     }

@@ -122,6 +122,9 @@ pub struct HeapLayout {
     /// The partial-block indexes of the mask classes `MASK_CLASS0, MASK_CLASS0 + 1, ...`, one
     /// after another.
     pub partial_off: u64,
+    /// One word: the segments below 64 that a boot formatted ahead and no claim has taken
+    /// back since (bit `s` for segment `s`, see `Blocks::take_back_after`).
+    pub booted_off: u64,
 }
 
 /// Words of the reclaim-window counters (started, ended).
@@ -238,6 +241,8 @@ impl HeapLayout {
         let partial_tree = VebLayout::new(n * PARTIAL_IDS_PER_SEGMENT as u64);
         let partial_off = off;
         off += MASK_CLASSES as u64 * partial_tree.total_words as u64 * 8;
+        let booted_off = off;
+        off += 8;
         Self {
             num_segments,
             shards,
@@ -260,6 +265,7 @@ impl HeapLayout {
             pending_off,
             partial_tree,
             partial_off,
+            booted_off,
         }
         .with_pin_shift(PIN_SHIFT)
     }

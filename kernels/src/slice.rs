@@ -473,6 +473,8 @@ impl<'a> Slots<'a> {
         // Relaxed: a hint for sizing the run (below); loaded beside the pace, so that the two
         // loads wait together (after the pace, it made a lone install 1-2 us slower).
         let w = slot.load_relaxed();
+        // Relaxed: a hint (see take_back_after); loaded beside the others.
+        let booted = self.blocks.booted_hint();
         // The run doubles while the slot's runs run out within FAST_BLOCK_NS of their
         // install, and falls back to one block when one lasts longer.
         let fast = pace != 0 && arch::globaltimer().saturating_sub(pace & !PACE_RUN_MASK) < FAST_BLOCK_NS;
@@ -501,6 +503,9 @@ impl<'a> Slots<'a> {
         self.release_batch(g, others);
         let gid = batch.first();
         let (seg, local) = split_gid(gid);
+        if booted != 0 {
+            self.blocks.take_back_after(g, seg, booted);
+        }
         for i in 0..blocks {
             self.blocks.install(seg, local + i, kind, c);
         }
