@@ -19,13 +19,16 @@ fn heap(shards: u32) -> CpuHeap {
     CpuHeap::with_layout(HeapLayout::new(1, shards, veballoc::kernels::CHECKS).with_pin_shift(64))
 }
 
-/// The blocks of class 64 B (a packed class too, with runs of two blocks): 256 KiB.
-const BLOCK: u64 = 256 << 10;
+/// The blocks of class 256 B (a packed class too, with runs of two blocks): 1 MiB. (64 B,
+/// 256 KiB blocks, had runs of two until r32.)
+const BLOCK: u64 = 1 << 20;
+/// The class these tests run: 256 B.
+const SIZE: u64 = 256;
 
-/// Sets up: shard 0 of class 64 B holds the run [1, 2] with block 1 wholly handed out and
+/// Sets up: shard 0 of class 256 B holds the run [1, 2] with block 1 wholly handed out and
 /// then wholly freed (recycled while the run is current); block 0 is wholly live.
 fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
-    let c = class_of(64);
+    let c = class_of(SIZE);
     let per = slices_per_block(c);
     assert_eq!((max_run(c), block_bytes(c)), (2, BLOCK));
     set_host_thread_index(0);
@@ -61,23 +64,23 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     let s = h.validate();
     eprintln!("validate: {s:?}");
     let s = s.expect("a consistent heap validates");
-    assert_eq!(s.live_slices[c], per as u64 + 1, "live slices of class 64 B: {s:?}");
+    assert_eq!(s.live_slices[c], per as u64 + 1, "live slices of class 256 B: {s:?}");
 }
 
-/// The same through the class's packed row (64 B is a packed class, the unit of warps that
-/// pack more than 8 KiB): the packed block is read through the class row's stale run.
+/// The same through the class's packed row (256 B is a packed class, the unit of warps that
+/// pack more than 32 KiB): the packed block is read through the class row's stale run.
 #[test]
 fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
     let cpu = heap(2);
     let h = cpu.heap();
     let (_c, _per) = stale_run(h);
     set_host_thread_index(0);
-    let ps = cpu.warp_malloc_packed(&[4096; 3]);
+    let ps = cpu.warp_malloc_packed(&[4096; 9]);
     assert_eq!(ps[0] as u64, h.mem + BLOCK, "the packed row got the recycled block 1");
     let s = h.validate();
     eprintln!("validate: {s:?}");
     let s = s.expect("a consistent heap validates");
-    assert_eq!(s.live_packed, 3, "three packed objects: {s:?}");
+    assert_eq!(s.live_packed, 9, "nine packed objects: {s:?}");
 }
 
 /// diag's occupancy reads a slot's first block only: the untouched later blocks of a run
@@ -86,7 +89,7 @@ fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
 fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     let cpu = heap(1);
     let h = cpu.heap();
-    let c = class_of(64);
+    let c = class_of(SIZE);
     assert_eq!(max_run(c), 2);
     let per = slices_per_block(c);
     set_host_thread_index(0);
@@ -104,7 +107,7 @@ fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     assert_eq!(
         co.current_live + co.retired_live,
         per as u64 + 10,
-        "occupancy's live slices of class 64 B: {co:?}"
+        "occupancy's live slices of class 256 B: {co:?}"
     );
 }
 
@@ -123,8 +126,8 @@ mod stress {
     fn runs_under_sweeps_and_trims() {
         const THREADS: usize = 8;
         const ROUNDS: usize = 40000;
-        // 64 B: runs of two blocks of 4096 slices (16 B has runs of one since r31).
-        let sizes = [16u64, 24, 48, 64, 2560, 3072, 4096, 160, 300_000];
+        // 256 B: runs of two blocks of 4096 slices (16-64 B have runs of one since r31/r32).
+        let sizes = [16u64, 24, 48, 64, 256, 2560, 3072, 4096, 160, 300_000];
         let cpu = CpuHeap::with_layout(HeapLayout::new(8, 4, veballoc::kernels::CHECKS).with_pin_shift(64));
         let h = cpu.heap();
         let live_set = Mutex::new(HashSet::<u64>::new());

@@ -66,28 +66,30 @@ const TRIM_BATCH: u32 = 8;
 
 /// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
 /// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes of
-/// 4096 slices per block (the powers of two from 64 to 256 B; 16 and 32 B take one block,
-/// see `RUN_MIN_BLOCK_BYTES`) take two blocks at most, those of more slices (the other
-/// classes up to 256 B) one, 4 KiB slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each install a
-/// claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B 0.134 ms.)
+/// 4096 slices per block take two blocks at most (128 and 256 B; 16-64 B take one, see
+/// `RUN_MIN_BLOCK_BYTES`), those of more slices (the other classes up to 256 B) one, 4 KiB
+/// slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each
+/// install a claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B
+/// 0.134 ms.)
 pub const RUN_SLICES: u32 = 8192;
 /// Runs hold at most this many bytes.
 pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
 /// up to 32 slices then spans at most two blocks of a run (see `Taken`).
 pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
-/// Classes whose blocks are smaller than this (16 and 32 B, 64 and 128 KiB blocks of 4096
-/// slices; 24 B's 5461 slices a block gave it runs of one already) take one block at a time: their rows have a slot per multiprocessor, so a run of two blocks
-/// did not make a burst faster, but the second block, claimed ahead, was untouched at the
-/// end of one on a third of the multiprocessors. A burst of 2^20 x 16 B had 403 blocks out
-/// for the 256 its slices fill (59 of them untouched, 132 partly used: one per
-/// multiprocessor; r31 `spread/`); with one block a run, range / live 1.73-1.75 -> 1.45-1.49
-/// at 16 B, 1.68-1.71 -> 1.50 at 32 B, mixed ≤64 3.16-3.19 -> 2.79, and allocation as fast or
-/// faster (32 B 0.116-0.121 -> 0.104 ms, mixed ≤64 0.174 -> 0.153-0.158; H200, r31 `run1/`).
-/// Not for the larger classes of 4096 slices a block: their rows share slots between
-/// multiprocessors (8 GiB: 32 slots for 512 KiB blocks, 8 for 1 MiB), and one block a run
-/// made 128 and 256 B 24% and 36% slower to allocate (`run1/`).
-pub const RUN_MIN_BLOCK_BYTES: u64 = 256 << 10;
+/// Classes whose blocks are smaller than this (16 to 64 B: 64 to 256 KiB blocks of 4096 or
+/// 5461 slices) take one block at a time: a run of two blocks did not make their bursts
+/// faster, but the second block, claimed ahead, was untouched at the end of one on a third of
+/// the multiprocessors. A burst of 2^20 x 16 B had 403 blocks out for the 256 its slices fill
+/// (59 of them untouched, 132 partly used: one per multiprocessor; r31 `spread/`); with one
+/// block a run, range / live 1.73-1.75 -> 1.45-1.49 at 16 B, 1.68-1.71 -> 1.50 at 32 B, and
+/// allocation as fast or faster (32 B 0.116-0.121 -> 0.104 ms; H200, r31 `run1/`). 48 and
+/// 64 B (256 KiB blocks) too since r32 (`run512/`, two rounds in turn): mixed ≤64 range /
+/// live 3.17-3.18 -> 2.80 and alloc 0.157-0.165 -> 0.144-0.147 ms, 64 B 1.25-1.34 -> 1.23-1.25,
+/// single sizes within their spread. Not for the larger classes of 4096 slices a block:
+/// their rows share slots between multiprocessors (8 GiB: 32 slots for 512 KiB blocks, 8 for
+/// 1 MiB), and one block a run made 128 and 256 B 24% and 36% slower to allocate (`run1/`).
+pub const RUN_MIN_BLOCK_BYTES: u64 = 512 << 10;
 /// A run whose slices ran out sooner than this after its install doubles its slot's next run
 /// (up to `max_run`); a slower one sets it back to one block, so that slots whose blocks last
 /// (most classes of a mixed workload) never hold blocks ahead.
@@ -846,7 +848,8 @@ mod tests {
         assert_eq!(max_run(crate::class::class_of(4096)), MAX_RUN_BLOCKS);
         assert_eq!(max_run(crate::class::class_of(16)), 1, "64 KiB blocks");
         assert_eq!(max_run(crate::class::class_of(32)), 1, "128 KiB blocks");
-        assert_eq!(max_run(crate::class::class_of(64)), 2, "256 KiB blocks of 4096 slices");
+        assert_eq!(max_run(crate::class::class_of(64)), 1, "256 KiB blocks");
+        assert_eq!(max_run(crate::class::class_of(128)), 2, "512 KiB blocks of 4096 slices");
         assert_eq!(max_run(crate::class::class_of(64 << 10)), 1, "16 slices per block");
         for c in 0..NUM_CLASSES {
             let k = max_run(c);
