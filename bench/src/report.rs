@@ -23,7 +23,8 @@ pub(crate) struct Report<'a> {
     pub(crate) heap_bytes: u64,
     pub(crate) block: u32,
     pub(crate) max_registers: u32,
-    /// Whether each new heap ran `Heap::boot` (the default; `VEBALLOC_BOOT=0` turns it off).
+    /// Whether each new GPU heap ran `Heap::boot` (the default; `VEBALLOC_BOOT=0` turns it
+    /// off); false for the CPU model, whose heaps do not boot.
     pub(crate) boot: bool,
     pub(crate) points: &'a [Point],
     pub(crate) frag: &'a [FragPoint],
@@ -185,7 +186,8 @@ impl Record<'_> {
             heap_bytes: self.heap_bytes,
             block: BLOCK,
             max_registers: self.cli.maxreg,
-            boot: veballoc::boot_requested(),
+            // The CPU model's heaps do not boot (`CpuHeap`).
+            boot: self.cpu_model.is_none() && veballoc::boot_requested(),
             points: self.points,
             frag: self.frag,
             oom: self.oom,

@@ -193,10 +193,12 @@ impl Heap {
     /// mallocs of those classes on this heap take blocks at once instead of waiting for a
     /// format: small launches on a new heap allocate up to 1.7x faster (H200, r28). Every
     /// heap does this when it is created (unless `VEBALLOC_BOOT=0`); call it again after a
-    /// `trim` that gave the segments back. It costs no address range: the first format of any
-    /// group takes back the lowest of these segments that nobody has used (so a class that
-    /// outgrows its segment goes on in the next one, not past the other groups'), and the
-    /// segments go back when memory runs short.
+    /// `trim` that gave the segments back. A claim that leaves half of a segment out takes
+    /// back the booted segment right after it if no block of it is out (its group has not
+    /// used it), so a class that outgrows its booted segment goes on in the next one rather
+    /// than past every booted segment; a claim of a run of fresh segments (device or host
+    /// pool) takes back every booted segment with no block out; and the segments go back
+    /// when memory runs short.
     ///
     /// ```no_run
     /// # let gpu = veballoc::Gpu::new()?;

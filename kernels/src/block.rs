@@ -236,7 +236,8 @@ pub const fn formatters(g: usize) -> u32 {
 pub const MAX_FORMAT_BATCH: u32 = 16;
 
 /// Segments a boot's formats ahead are remembered for (`Blocks::take_back_after`): one bit
-/// each in a word. A boot on a new heap takes the lowest `heap::BOOT_GROUPS` (5).
+/// each in a word. A boot on a new heap takes the lowest `heap::boot_groups(..)` (5 from 80
+/// segments up).
 pub const BOOTED_SEGMENTS: u32 = 64;
 /// `Blocks::take_back_after` takes the next booted segment back once all but
 /// `1 / TAKE_BACK_FROM` of a segment's blocks are out: early enough that the reclaim is done
@@ -1033,11 +1034,34 @@ impl<'a> Blocks<'a> {
     }
 
     /// The segments below `BOOTED_SEGMENTS` that a boot formatted ahead and that no claim has
-    /// taken back yet (bit `s` for segment `s`, see `take_back_after`).
+    /// taken back yet (bit `s` for segment `s`, see `take_back_after`); cleared by a claim of
+    /// fresh segment runs and by `trim` (`take_back_all_booted`). A bit may outlive its
+    /// segment's boot (a sweep that returned it, a format for another group since): then a
+    /// take-back takes it only if no block of it is out, as a sweep would.
     #[inline(always)]
     fn booted(&self) -> &'a Atom64 {
         // SAFETY: the layout reserved one word at booted_off.
         unsafe { &crate::atomic::words(self.segs.meta() + self.layout().booted_off, 1)[0] }
+    }
+
+    /// Takes back every booted segment that has no block out, and forgets the others (the
+    /// segments of a run, and of the host pool, must be neighbours: booted segments left at
+    /// the bottom of a new heap split its free segments, and a heap of 32 segments served
+    /// one 64 MiB run fewer booted than not). For claims of fresh runs of segments and for
+    /// `trim`, after which the heap is no longer new. Bounded: one reclaim per bit.
+    #[inline(never)]
+    pub fn take_back_all_booted(&self) {
+        // Relaxed: a hint; the RMW below decides.
+        if self.booted().load_relaxed() == 0 {
+            return;
+        }
+        // Relaxed: the RMW only elects who tries each segment; the reclaims order themselves.
+        let mut w = self.booted().fetch_and_relaxed(0);
+        while w != 0 {
+            let seg = w.trailing_zeros();
+            w &= w - 1;
+            self.trim_segment(seg);
+        }
     }
 
     /// The booted segments not taken back yet, for `take_back_after` (a hint: relaxed).
@@ -1317,6 +1341,7 @@ impl<'a> Blocks<'a> {
     /// The lowest run of `k` free segments (`Veb::claim_run`), and if there is none, the same
     /// after reclaiming every pending segment (a run needs neighbours, not just any segment).
     fn claim_fresh_run(&self, k: u64) -> Option<u64> {
+        self.take_back_all_booted();
         let tree = self.segs.seg_tree();
         tree.claim_run(k).or_else(|| {
             // Bounded: one mark per segment at most.
@@ -1407,7 +1432,8 @@ impl<'a> Blocks<'a> {
 
     /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
     /// out (a pending segment, one formatted ahead for waiting claimers that nobody used, or
-    /// one whose last reclaim gave up). For `trim`, the sweep and pending marks.
+    /// one whose last reclaim gave up). For `trim`, the sweep, pending marks and the
+    /// take-back of booted segments (`take_back_after`, `take_back_all_booted`).
     pub fn trim_segment(&self, seg: u32) {
         // Relaxed: a hint; try_reclaim decides under its flag.
         if let SegKind::Group(_) = seg_kind(self.segs.seg_table(seg).load_relaxed()) {

@@ -290,6 +290,8 @@ impl DeviceHeap {
     /// `claim_host` (a run of `k` segments for the host pool), after a reclaim sweep if the
     /// segment tree has no such run.
     pub fn claim_host_reclaiming(&self, k: u64) -> Option<u32> {
+        // The host pool's runs of segments, like the device's, start past no booted segment.
+        self.blocks().take_back_all_booted();
         self.retry_after_reclaim(|| self.segments().claim_host(k))
     }
 

@@ -804,6 +804,7 @@ impl<'a> Slots<'a> {
     /// segment tree (see `trim_segment`).
     pub fn trim(&self) {
         self.for_each_busy_slot(|row, shard| self.retire_slot(row, shard));
+        self.blocks.take_back_all_booted();
         for seg in 0..self.layout().num_segments {
             self.blocks.trim_segment(seg);
         }

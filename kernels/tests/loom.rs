@@ -1367,4 +1367,65 @@ mod real {
     fn two_stale_mark_drops_race_the_first_give_back() {
         stale_mark_drop_races_the_first_give_back(true);
     }
+
+    /// A booted heap (segment 0 formatted ahead for `SIZE`'s group, segment 1 for `OTHER`'s,
+    /// both marked booted): a take of 8 blocks' worth of `SIZE` slices claims half of segment
+    /// 0 and so takes back booted segment 1 (`take_back_after` -> `trim_segment`) while a
+    /// `malloc(OTHER)` of segment 1's own group claims from it (and, with `sweep`, a third
+    /// thread trims segment 1). No other segment is free: the malloc either gets a block of
+    /// segment 1 before the reclaim removes them (the reclaim gives up) or waits out the
+    /// reclaim's window and formats segment 1 again; no null, and the heap is whole after.
+    /// (Review of r32; a mutant that put segment 1 in the segment tree without taking its
+    /// blocks fails with `SegmentTreeMismatch`.)
+    fn take_back_races_its_group(sweep: bool) {
+        let (c1, c2) = (class_of(SIZE), class_of(OTHER));
+        let (g1, g2) = (group_of(c1), group_of(c2));
+        assert_ne!(g1, g2);
+        let per1 = slices_per_block(c1);
+        model(if sweep { PREEMPTIONS_LARGE } else { PREEMPTIONS }, move || {
+            let seg = 1u64 << 24;
+            let cells: Vec<u64> = (0..group_blocks_per_segment(g2))
+                .map(|b| MEM + seg + b as u64 * group_block_bytes(g2))
+                .collect();
+            let m = Model::new(2, cells);
+            set_host_thread_index(3);
+            assert!(m.heap.blocks().preformat(g1));
+            assert!(m.heap.blocks().preformat(g2));
+            let a = m.clone();
+            let taker = thread::spawn(move || {
+                set_host_thread_index(0);
+                a.heap.take_slices(c1, 8 * per1)
+            });
+            let sweeper = sweep.then(|| {
+                let w = m.clone();
+                thread::spawn(move || {
+                    set_host_thread_index(2);
+                    w.heap.blocks().trim_segment(1);
+                })
+            });
+            set_host_thread_index(1);
+            let q = m.heap.malloc(OTHER);
+            assert!(!q.is_null(), "null from a heap with room (the take-back's window)");
+            m.cells.write(q);
+            assert_eq!((q as u64 - MEM) >> 24, 1, "the booted group stays in segment 1");
+            let t = taker.join().unwrap().expect("a heap with room");
+            if let Some(s) = sweeper {
+                s.join().unwrap();
+            }
+            // Quiescent, with the live slices: trees, table and counts agree.
+            m.heap.validate().expect("the validator, with the slices live");
+            give_back(&m, c1, &t);
+            m.check_whole(&[q], (0, 0, 0));
+        });
+    }
+
+    #[test]
+    fn a_take_back_races_a_malloc_of_the_booted_group() {
+        take_back_races_its_group(false);
+    }
+
+    #[test]
+    fn a_take_back_races_a_malloc_of_the_booted_group_and_a_trim() {
+        take_back_races_its_group(true);
+    }
 }

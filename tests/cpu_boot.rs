@@ -1,0 +1,181 @@
+//! A booted heap (every `Heap` boots since r32: one segment formatted ahead per group of small
+//! slices, `DeviceHeap::boot`) on the CPU model: it serves as much as a heap that did not
+//! boot, and the take-back of booted segments (`Blocks::take_back_after`) races its segment's
+//! own group safely.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use veballoc::kernels::arch::set_host_thread_index;
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
+
+use common::{check, fill};
+
+const MIB: u64 = 1 << 20;
+
+/// What a new GPU heap's boot kernel does (`veballoc_boot`: the groups in order).
+fn boot(h: &DeviceHeap) {
+    for g in 0..BOOT_GROUPS {
+        h.boot(g);
+    }
+}
+
+fn assert_empty(h: &DeviceHeap) {
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
+    assert_eq!(s.free_segments, h.layout().num_segments as u64, "{s:?}");
+}
+
+/// Requests of `size` (runs of whole segments) on one thread until null, on a new heap of
+/// `segments` segments, booted or not: how many were served.
+fn runs_until_null(segments: u32, size: u64, booted: bool) -> usize {
+    let cpu = CpuHeap::new(segments, 1);
+    let h = cpu.heap();
+    if booted {
+        boot(h);
+    }
+    let mut ptrs = Vec::new();
+    loop {
+        let p = h.malloc(size);
+        if p.is_null() {
+            break;
+        }
+        ptrs.push(p);
+    }
+    h.validate().expect("heap consistent");
+    let n = ptrs.len();
+    for p in ptrs {
+        h.free(p);
+    }
+    assert_empty(h);
+    n
+}
+
+/// A booted heap serves as many runs of several segments as one that did not boot: the first
+/// claim of fresh segment runs takes every unused booted segment back
+/// (`take_back_all_booted`). Before, the booted segments at the bottom split the free ones: a
+/// 512 MiB heap served seven 64 MiB runs booted against eight (review of r32).
+#[test]
+fn a_booted_heap_serves_as_many_big_runs() {
+    let mut short = Vec::new();
+    for (segments, size) in
+        [(16u32, 64 * MIB), (32, 64 * MIB), (32, 40_000_000), (16, 32 * MIB), (64, 40_000_000)]
+    {
+        assert!(boot_groups(segments) > 0);
+        let plain = runs_until_null(segments, size, false);
+        let booted = runs_until_null(segments, size, true);
+        if booted < plain {
+            short.push((segments, size, plain, booted));
+        }
+    }
+    assert!(short.is_empty(), "(segments, size, served unbooted, served booted): {short:?}");
+}
+
+/// A booted heap fills as far with slices of one size as one that did not boot: the sweep
+/// before a null takes the other groups' booted segments back.
+#[test]
+fn a_booted_heap_fills_as_far_with_slices() {
+    const THREADS: u32 = 4;
+    for size in [16u64, 128, 4096] {
+        let mut got = [0u64; 2];
+        for (k, booted) in [false, true].into_iter().enumerate() {
+            let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+            let cpu = CpuHeap::new(segments, THREADS);
+            let h = cpu.heap();
+            if booted {
+                boot(h);
+            }
+            let mut ptrs = Vec::new();
+            'fill: for w in 0u64.. {
+                set_host_thread_index(w % THREADS as u64);
+                for p in cpu.warp_malloc(&[size; 32]) {
+                    if p.is_null() {
+                        break 'fill;
+                    }
+                    ptrs.push(p);
+                }
+            }
+            got[k] = ptrs.len() as u64;
+            h.validate().expect("heap consistent");
+            for p in ptrs {
+                h.free(p);
+            }
+            assert_empty(h);
+        }
+        assert!(got[1] >= got[0], "{size} B, slices (unbooted, booted): {got:?}");
+    }
+}
+
+/// The take-back of the booted segment after a group's races that segment's own group: threads
+/// burst size `a` past half of its booted segment while two others start on size `b` (the
+/// next group, booted on the next segment) when about that much of `a` is out, at a point
+/// that moves from round to round. No null, no overlap, every word intact, the heap
+/// validates with everything live and is whole after; `b` ends up either in its booted
+/// segment (kept) or elsewhere (taken back before its first claim).
+#[test]
+fn a_take_back_races_the_next_groups_first_claims() {
+    const THREADS: u64 = 8;
+    const B_THREADS: u64 = 2;
+    for (a, b) in [(128u64, 4096u64), (16, 24), (48, 128)] {
+        for round in 0..12u64 {
+            let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+            let cpu = CpuHeap::new(segments, THREADS as u32);
+            let h = cpu.heap();
+            boot(h);
+            let out_a = AtomicU64::new(0);
+            let go_at = SEGMENT_BYTES / 2 - (round % 8) * (SEGMENT_BYTES / 64);
+            let all: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..THREADS)
+                    .map(|t| {
+                        let (cpu, out_a) = (&cpu, &out_a);
+                        s.spawn(move || {
+                            set_host_thread_index(t);
+                            let is_b = t >= THREADS - B_THREADS;
+                            if is_b {
+                                while out_a.load(Relaxed) < go_at {
+                                    std::hint::spin_loop();
+                                }
+                            }
+                            let size = if is_b { b } else { a };
+                            let budget =
+                                if is_b { 2 * MIB } else { SEGMENT_BYTES * 5 / 4 / (THREADS - B_THREADS) };
+                            let (mut mine, mut asked) = (Vec::new(), 0);
+                            while asked < budget {
+                                for p in cpu.warp_malloc(&[size; 32]) {
+                                    assert!(!p.is_null(), "null on a heap far from full, size {size}");
+                                    fill(p, size, p as u64 ^ size);
+                                    mine.push((p as u64, size));
+                                }
+                                asked += 32 * size;
+                                if !is_b {
+                                    out_a.fetch_add(32 * size, Relaxed);
+                                }
+                            }
+                            mine
+                        })
+                    })
+                    .collect();
+                hs.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            let mut live: Vec<(u64, u64)> = all.into_iter().flatten().collect();
+            live.sort();
+            for w in live.windows(2) {
+                assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
+            }
+            let seg = |p: u64| (p - h.segment_addr(0)) / SEGMENT_BYTES;
+            let segs_a: BTreeSet<u64> = live.iter().filter(|x| x.1 == a).map(|x| seg(x.0)).collect();
+            assert!(segs_a.len() >= 2, "{a} B outgrew its booted segment: {segs_a:?}");
+            h.validate().expect("heap consistent with every slice live");
+            for &(p, size) in &live {
+                check(p as *mut u8, size, p ^ size);
+                h.free(p as *mut u8);
+            }
+            assert_empty(h);
+        }
+    }
+}
