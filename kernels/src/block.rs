@@ -1013,10 +1013,11 @@ impl<'a> Blocks<'a> {
     /// and marks it pending, so that a claim of fresh segments that finds none takes it back
     /// (`claim_fresh_run`) as it would the segment of a freed run, and booted, so that the
     /// group on the segment below it takes it back before it formats again, if its own group
-    /// has not used it (see `take_back_after`). For the boot of a new heap (`DeviceHeap::boot`): the first
-    /// install of a class then takes blocks from the tree instead of waiting for a format
-    /// (r26's trace: 8 us of a cold malloc's 16 us on an H100). False when no segment was free.
-    /// A group whose tree has a free block already formats nothing (a boot run twice).
+    /// has not used it (see `take_back_after`). For the boot of a new heap
+    /// (`DeviceHeap::boot`): the first install of a class then takes blocks from the tree
+    /// instead of waiting for a format (r26's trace: 8 us of a cold malloc's 16 us on an
+    /// H100). False when no segment was free, or when the group's tree has a free block
+    /// already (a boot run twice formats nothing).
     pub fn preformat(&self, g: usize) -> bool {
         if !self.block_tree(g).is_empty() {
             return false;
@@ -1075,11 +1076,10 @@ impl<'a> Blocks<'a> {
     /// not zero: once all but `1 / TAKE_BACK_FROM` of the segment's blocks are out, takes
     /// back the booted segment right after it if no block of it is out (its group has not
     /// used it), so that the group's next format gets it (the lowest free segment then) and
-    /// its segments stay side by side. A boot formats the groups in order
-    /// on the lowest segments (group 0 on segment 0, ...): without this, a class that
-    /// outgrew its booted segment went on past every booted segment (range / live of 2^20 x
-    /// 16 B 5.75 against 1.69 without the boot, NOTES r28), which kept the boot off by
-    /// default. Here and not before a format (in `claim_blocks`): there the reclaim made
+    /// its segments stay side by side. A boot formats the groups in order on the lowest
+    /// segments (group 0 on segment 0, ...): without this, a class that outgrew its booted
+    /// segment went on past every booted segment (range / live of 2^20 x 16 B 5.75 against
+    /// 1.69 without the boot, NOTES r28), which kept the boot off by default. Here and not before a format (in `claim_blocks`): there the reclaim made
     /// ptxas give every claim more spills, and 128 B..4 KiB allocated 5-10% slower at 2^20
     /// threads (H200, NOTES r32).
     #[inline(never)]
