@@ -11,18 +11,11 @@ use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::class::{block_run_len, RUN_BLOCK_BYTES, RUN_GROUP};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::counter;
-use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
+use veballoc::kernels::SEGMENT_BYTES;
 
-use common::{check, fill};
+use common::{assert_empty, check, fill};
 
 const MIB: u64 = 1 << 20;
-
-fn assert_empty(h: &DeviceHeap) {
-    h.trim();
-    let s = h.validate().expect("heap consistent");
-    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
-    assert_eq!(s.free_segments, h.layout().num_segments as u64, "every segment back in the tree: {s:?}");
-}
 
 /// Fills a fresh heap of `segments` segments with requests of `size` until null, `threads`
 /// threads at once (each on its own multiprocessor); returns the share of the heap asked for.

@@ -13,7 +13,7 @@ use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
 
-use common::{check, fill};
+use common::{assert_empty, check, fill};
 
 const MIB: u64 = 1 << 20;
 
@@ -22,13 +22,6 @@ fn boot(h: &DeviceHeap) {
     for g in 0..BOOT_GROUPS {
         h.boot(g);
     }
-}
-
-fn assert_empty(h: &DeviceHeap) {
-    h.trim();
-    let s = h.validate().expect("heap consistent");
-    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
-    assert_eq!(s.free_segments, h.layout().num_segments as u64, "{s:?}");
 }
 
 /// Requests of `size` (runs of whole segments) on one thread until null, on a new heap of

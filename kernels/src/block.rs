@@ -1036,28 +1036,34 @@ impl<'a> Blocks<'a> {
 
     /// The segments below `BOOTED_SEGMENTS` that a boot formatted ahead and that no claim has
     /// taken back yet (bit `s` for segment `s`, see `take_back_after`); cleared by a claim of
-    /// fresh segment runs and by `trim` (`take_back_all_booted`). A bit may outlive its
-    /// segment's boot (a sweep that returned it, a format for another group since): then a
-    /// take-back takes it only if no block of it is out, as a sweep would.
+    /// fresh segment runs (`take_back_all_booted`) and by `trim` (`forget_booted`). A bit may
+    /// outlive its segment's boot (a sweep that returned it, a format for another group
+    /// since): then a take-back takes it only if no block of it is out, as a sweep would.
     #[inline(always)]
     fn booted(&self) -> &'a Atom64 {
         // SAFETY: the layout reserved one word at booted_off.
         unsafe { &crate::atomic::words(self.segs.meta() + self.layout().booted_off, 1)[0] }
     }
 
+    /// Forgets every booted segment (for `trim`, which returns every wholly free segment
+    /// itself, after which the heap is no longer new); returns the bits it cleared.
+    pub fn forget_booted(&self) -> u64 {
+        // Relaxed: a hint; the RMW below decides.
+        if self.booted().load_relaxed() == 0 {
+            return 0;
+        }
+        // Relaxed: the RMW only elects who tries each segment; the reclaims order themselves.
+        self.booted().fetch_and_relaxed(0)
+    }
+
     /// Takes back every booted segment that has no block out, and forgets the others (the
     /// segments of a run, and of the host pool, must be neighbours: booted segments left at
     /// the bottom of a new heap split its free segments, and a heap of 32 segments served
-    /// one 64 MiB run fewer booted than not). For claims of fresh runs of segments and for
-    /// `trim`, after which the heap is no longer new. Bounded: one reclaim per bit.
+    /// one 64 MiB run fewer booted than not). For claims of fresh runs of segments. Bounded:
+    /// one reclaim per bit.
     #[inline(never)]
     pub fn take_back_all_booted(&self) {
-        // Relaxed: a hint; the RMW below decides.
-        if self.booted().load_relaxed() == 0 {
-            return;
-        }
-        // Relaxed: the RMW only elects who tries each segment; the reclaims order themselves.
-        let mut w = self.booted().fetch_and_relaxed(0);
+        let mut w = self.forget_booted();
         while w != 0 {
             let seg = w.trailing_zeros();
             w &= w - 1;
@@ -1079,9 +1085,10 @@ impl<'a> Blocks<'a> {
     /// its segments stay side by side. A boot formats the groups in order on the lowest
     /// segments (group 0 on segment 0, ...): without this, a class that outgrew its booted
     /// segment went on past every booted segment (range / live of 2^20 x 16 B 5.75 against
-    /// 1.69 without the boot, NOTES r28), which kept the boot off by default. Here and not before a format (in `claim_blocks`): there the reclaim made
-    /// ptxas give every claim more spills, and 128 B..4 KiB allocated 5-10% slower at 2^20
-    /// threads (H200, NOTES r32).
+    /// 1.69 without the boot, NOTES r28), which kept the boot off by default. Here and not
+    /// before a format (in `claim_blocks`): there the reclaim made ptxas give every claim
+    /// more spills, and 128 B..4 KiB allocated 5-10% slower at 2^20 threads (H200, NOTES
+    /// r32).
     #[inline(never)]
     pub(crate) fn take_back_after(&self, g: usize, seg: u32, booted: u64) {
         let next = seg + 1;

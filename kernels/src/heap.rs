@@ -1070,8 +1070,8 @@ impl DeviceHeap {
     /// the first mallocs of a kernel on a new heap take blocks from the tree rather than wait
     /// for a format. A class that outgrows its booted segment goes on in the next booted
     /// segment if that one's group has not used it (`Blocks::take_back_after`): without that,
-    /// past the other groups' segments (r28: range / live of 1M x 16 B 5.7 against 1.7). Gallatin's
-    /// init does more: it installs a block of every size for every multiprocessor.
+    /// past the other groups' segments (r28: range / live of 1M x 16 B 5.7 against 1.7).
+    /// Gallatin's init does more: it installs a block of every size for every multiprocessor.
     pub fn boot(&self, g: usize) -> bool {
         g < boot_groups(self.layout().num_segments) && self.blocks().preformat(g)
     }

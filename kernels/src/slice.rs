@@ -804,10 +804,11 @@ impl<'a> Slots<'a> {
     /// segment tree (see `trim_segment`).
     pub fn trim(&self) {
         self.for_each_busy_slot(|row, shard| self.retire_slot(row, shard));
-        self.blocks.take_back_all_booted();
         for seg in 0..self.layout().num_segments {
             self.blocks.trim_segment(seg);
         }
+        // The loop above returned the booted segments that no group uses.
+        self.blocks.forget_booted();
     }
 
     /// Calls `f(row, shard)` for every slot that holds a run. Reads a batch of slot words

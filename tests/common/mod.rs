@@ -23,6 +23,16 @@ pub fn check(p: *mut u8, size: u64, tag: u64) {
     }
 }
 
+/// After a trim, the heap validates and is whole: no live byte or block, every segment back
+/// in the segment tree.
+#[allow(dead_code)] // not every test binary that includes this module calls it
+pub fn assert_empty(h: &veballoc::kernels::DeviceHeap) {
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");
+    assert_eq!(s.free_segments, h.layout().num_segments as u64, "every segment back in the tree: {s:?}");
+}
+
 fn spans(size: u64) -> Vec<(u64, u64)> {
     let size = size / 8 * 8;
     const EDGE: u64 = 4096;
