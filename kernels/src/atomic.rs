@@ -137,6 +137,13 @@ macro_rules! gpu_atomic_impl {
                 r
             }
             #[inline(always)]
+            pub fn fetch_and_acquire(&self, x: $t) -> $t {
+                let r: $t;
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                r
+            }
+            #[inline(always)]
             pub fn fetch_and_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
@@ -231,6 +238,10 @@ macro_rules! host_atomic_impl {
             #[inline(always)]
             pub fn fetch_or_acq_rel(&self, x: $t) -> $t {
                 self.v.fetch_or(x, Ordering::AcqRel)
+            }
+            #[inline(always)]
+            pub fn fetch_and_acquire(&self, x: $t) -> $t {
+                self.v.fetch_and(x, Ordering::Acquire)
             }
             #[inline(always)]
             pub fn fetch_and_acq_rel(&self, x: $t) -> $t {

@@ -869,9 +869,11 @@ impl<'a> Blocks<'a> {
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeMisses, got.is_none() as u64);
         }
         let batch = got?;
-        // AcqRel: counts the blocks out before anyone can see the segment as all-free;
-        // pairs with the reclaimer's CAS in `try_reclaim`.
-        self.segs.seg_out(batch.seg).fetch_add_acq_rel(batch.mask.count_ones());
+        // Relaxed: a count. A reclaimer whose CAS saw the count without ours fails its
+        // removal on the blocks we took (the tree word's RMWs are totally ordered: ours took
+        // them first, or we got none), and our add (issued after the claim returned) still
+        // continues the release sequence its CAS acquires the releasers' inserts through.
+        self.segs.seg_out(batch.seg).fetch_add_relaxed(batch.mask.count_ones());
         Some(batch)
     }
 
