@@ -10,18 +10,20 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::cpu::CpuHeap;
-use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP, BOOT_SLOT_CLASS};
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
 
 use common::{assert_empty, check, fill};
 
 const MIB: u64 = 1 << 20;
 
-/// What a new GPU heap's boot kernel does (`veballoc_boot`: the groups in order).
-fn boot(h: &DeviceHeap) {
+/// What a new GPU heap's boot kernels do (`veballoc_boot`: the groups in order; then
+/// `veballoc_boot_slots`: a thread per slot); returns how many slots got a block.
+fn boot(h: &DeviceHeap) -> u64 {
     for g in 0..BOOT_GROUPS {
         h.boot(g);
     }
+    (0..h.layout().shards as u64).filter(|&i| h.boot_slot(i)).count() as u64
 }
 
 /// Requests of `size` (runs of whole segments) on one thread until null, on a new heap of
@@ -47,6 +49,70 @@ fn runs_until_null(segments: u32, size: u64, booted: bool) -> usize {
     }
     assert_empty(h);
     n
+}
+
+/// The boot gives every slot of the smallest class a block: each thread's first warp of
+/// 16-byte requests takes slices from it (no install: no block of the class is added), a
+/// second boot installs nothing, and a trim returns the blocks. A heap too small for the
+/// boot's groups gets none.
+#[test]
+fn the_boot_gives_every_slot_of_the_smallest_class_a_block() {
+    const THREADS: u32 = 8;
+    let cpu = CpuHeap::new(BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP, THREADS);
+    let h = cpu.heap();
+    let slots = h.layout().row_shards(BOOT_SLOT_CLASS) as u64;
+    assert_eq!(slots, THREADS as u64, "a slot per thread in this heap");
+    assert_eq!(boot(h), slots);
+    let stats = h.validate().expect("booted heap consistent");
+    assert_eq!(stats.slice_blocks[BOOT_SLOT_CLASS], slots, "one block per slot");
+    assert_eq!(boot(h), 0, "a second boot installs nothing");
+    let mut ptrs = Vec::new();
+    for t in 0..THREADS as u64 {
+        set_host_thread_index(t);
+        for p in cpu.warp_malloc(&[16; 32]) {
+            assert!(!p.is_null());
+            fill(p, 16, p as u64);
+            ptrs.push(p);
+        }
+    }
+    let stats = h.validate().expect("heap consistent");
+    assert_eq!(stats.slice_blocks[BOOT_SLOT_CLASS], slots, "the first takes installed no block");
+    assert_eq!(stats.live_slices[BOOT_SLOT_CLASS], 32 * THREADS as u64);
+    for p in ptrs {
+        check(p, 16, p as u64);
+        h.free(p);
+    }
+    assert_empty(h);
+    let small = CpuHeap::new(BOOT_SEGMENTS_PER_GROUP - 1, THREADS);
+    assert_eq!(boot(small.heap()), 0, "no group booted, no block installed");
+}
+
+/// The group whose slots the boot fills keeps its second booted segment when a burst takes
+/// more than half of its first (the take-back skips a booted segment of the claimer's own
+/// group): its bursts grow into it without a format.
+#[test]
+fn the_boot_slots_group_keeps_its_second_segment() {
+    let cpu = CpuHeap::new(BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP, 1);
+    let h = cpu.heap();
+    boot(h);
+    let g = veballoc::kernels::block::group_of(BOOT_SLOT_CLASS);
+    assert_eq!(h.validate().expect("booted").segments_per_group[g], 2);
+    set_host_thread_index(0);
+    // Three quarters of segment 0's blocks out: past the take-back's half.
+    let n = SEGMENT_BYTES * 3 / 4 / 16;
+    let mut ptrs = Vec::new();
+    for _ in 0..n / 32 {
+        ptrs.extend(cpu.warp_malloc(&[16; 32]));
+    }
+    assert!(ptrs.iter().all(|p| !p.is_null()));
+    let s = h.validate().expect("heap consistent");
+    assert_eq!(s.segments_per_group[g], 2, "its second segment kept: {s:?}");
+    let seg = |p: *mut u8| (p as u64 - h.segment_addr(0)) / SEGMENT_BYTES;
+    assert!(ptrs.iter().all(|&p| seg(p) == 0), "the burst stays in segment 0");
+    for p in ptrs {
+        h.free(p);
+    }
+    assert_empty(h);
 }
 
 /// A booted heap serves as many runs of several segments as one that did not boot: the first

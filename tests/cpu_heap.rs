@@ -822,21 +822,25 @@ fn an_emptied_segment_goes_back_when_memory_runs_short() {
 /// frees needs no host trim). Small heaps format fewer ahead.
 #[test]
 fn boot_formats_the_small_groups_ahead() {
-    use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+    use veballoc::kernels::heap::{boot_groups, boot_segments, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
     assert_eq!(boot_groups(BOOT_SEGMENTS_PER_GROUP - 1), 0);
     assert_eq!(boot_groups(2 * BOOT_SEGMENTS_PER_GROUP), 2);
     let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    // Group 0 (16 B, whose slots the boot fills) gets two segments, the others one.
+    let booted: u32 = (0..BOOT_GROUPS).map(|g| boot_segments(g, segments)).sum();
+    assert_eq!(booted, BOOT_GROUPS as u32 + 1);
+    assert_eq!(boot_segments(0, BOOT_SEGMENTS_PER_GROUP), 1, "one group: one segment");
     let cpu = CpuHeap::new(segments, 1);
     let h = cpu.heap();
     for g in 0..veballoc::kernels::block::NUM_GROUPS {
         assert_eq!(h.boot(g), g < BOOT_GROUPS, "group {g}");
     }
     let s = h.validate().expect("heap consistent");
-    assert_eq!(s.free_segments, (segments - BOOT_GROUPS as u32) as u64, "{s:?}");
+    assert_eq!(s.free_segments, (segments - booted) as u64, "{s:?}");
     let ptrs: Vec<_> = [16u64, 24, 48, 100, 200, 4096, 200_000].iter().map(|&n| h.malloc(n)).collect();
     assert!(ptrs.iter().all(|p| !p.is_null()));
     let s = h.validate().expect("heap consistent");
-    assert_eq!(s.free_segments, (segments - BOOT_GROUPS as u32) as u64, "no format: {s:?}");
+    assert_eq!(s.free_segments, (segments - booted) as u64, "no format: {s:?}");
     for p in ptrs {
         h.free(p);
     }
@@ -850,23 +854,26 @@ fn boot_formats_the_small_groups_ahead() {
 /// of its group is out of, not past every booted segment: with the boot on by default, a
 /// burst of one size keeps its address range (r28: 16 B at 2^20 threads spanned segments 0
 /// and 5, range / live 5.75). A booted segment whose group uses it is skipped and stays that
-/// group's.
+/// group's; then the class grows into the unused booted segment before its own (r33).
 #[test]
 fn a_booted_class_grows_into_the_next_booted_segment() {
     use std::collections::BTreeSet;
     use veballoc::kernels::heap::{BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
-    // 128 B is booted on segment 3 (group 3 of 0..5), 4 KiB on segment 4.
+    // 128 B is booted on segment 4 (group 3 of 0..5; group 0 has segments 0 and 1), 4 KiB
+    // on segment 5.
     let size = 128u64;
     assert_eq!(veballoc::kernels::block::group_of(class_of(size)), 3);
     assert_eq!(veballoc::kernels::block::group_of(class_of(4096)), 4);
-    for (busy_next, expect) in [(false, [3u64, 4]), (true, [3, BOOT_GROUPS as u64])] {
+    // With segment 5 in use by its group, 128 B grows into segment 3 (group 2's, unused: the
+    // booted segment before), not past every booted segment (segment 6).
+    for (busy_next, expect) in [(false, [4u64, 5]), (true, [3, 4])] {
         let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
         let cpu = CpuHeap::new(segments, 1);
         let h = cpu.heap();
         for g in 0..BOOT_GROUPS {
             assert!(h.boot(g), "group {g}");
         }
-        // Segment 4's group in use: it is not taken back from under it.
+        // Segment 5's group in use: it is not taken back from under it.
         let other = if busy_next { h.malloc(4096) } else { core::ptr::null_mut() };
         let n = SEGMENT_BYTES / size + 1024;
         let ptrs: Vec<_> = (0..n).map(|_| h.malloc(size)).collect();
@@ -875,7 +882,7 @@ fn a_booted_class_grows_into_the_next_booted_segment() {
         let segs: BTreeSet<u64> = ptrs.iter().map(|&p| (p as u64 - base) / SEGMENT_BYTES).collect();
         assert_eq!(segs.into_iter().collect::<Vec<_>>(), expect, "busy_next {busy_next}");
         if busy_next {
-            assert_eq!((other as u64 - base) / SEGMENT_BYTES, 4);
+            assert_eq!((other as u64 - base) / SEGMENT_BYTES, 5);
         }
         h.validate().expect("heap consistent");
         for p in ptrs {

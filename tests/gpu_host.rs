@@ -162,8 +162,12 @@ fn gpu_heap_creation_is_ordered_with_the_heap_stream() {
     busy.synchronize().unwrap();
     // The boot's formats ahead (`Heap::boot`) are in place, and nothing else.
     let n = heap.layout().num_segments;
-    let booted = if veballoc::boot_requested() { veballoc::kernels::heap::boot_groups(n) } else { 0 };
-    let free = (n as usize - booted) as u64;
+    let booted: u32 = if veballoc::boot_requested() {
+        (0..veballoc::kernels::block::NUM_GROUPS).map(|g| veballoc::kernels::heap::boot_segments(g, n)).sum()
+    } else {
+        0
+    };
+    let free = (n - booted) as u64;
     assert_eq!(s.free_segments, free, "{s:?}");
     let s = heap.stats().unwrap();
     assert_eq!(s.free_segments, free, "{s:?}");
@@ -178,22 +182,25 @@ fn gpu_heap_creation_is_ordered_with_the_heap_stream() {
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_boot_formats_the_small_groups_ahead() {
     use veballoc::kernels::block::NUM_GROUPS;
-    use veballoc::kernels::heap::boot_groups;
+    use veballoc::kernels::heap::{boot_groups, boot_segments, BOOT_SLOT_CLASS};
     let gpu = gpu();
     for bytes in [HEAP_BYTES, 2 << 30] {
         let heap = Heap::new(&gpu, bytes).unwrap();
         let n = heap.layout().num_segments;
-        let booted = boot_groups(n);
+        assert!(boot_groups(n) >= 1);
+        // Group 0 (16 B, whose slots the boot fills) gets two segments, the others one.
+        let formatted: [u64; NUM_GROUPS] = core::array::from_fn(|g| boot_segments(g, n) as u64);
+        let booted = formatted.iter().sum::<u64>();
         // Booted at creation unless VEBALLOC_BOOT=0; the boot below then formats them.
         let at_new = if veballoc::boot_requested() { booted } else { 0 };
-        assert_eq!(heap.stats().unwrap().free_segments, (n as usize - at_new) as u64, "booted");
+        assert_eq!(heap.stats().unwrap().free_segments, n as u64 - at_new, "booted");
         heap.boot().unwrap();
-        assert!(booted >= 1);
-        let mut formatted = [0u64; NUM_GROUPS];
-        formatted[..booted].fill(1);
         let s = heap.stats().unwrap();
-        let free = (n as usize - booted) as u64;
+        let free = n as u64 - booted;
         assert_eq!((s.free_segments, s.segments_per_group), (free, formatted), "{s:?}");
+        // A block in each 16-byte slot that a multiprocessor takes from.
+        let slots = s.slice_blocks[BOOT_SLOT_CLASS];
+        assert!(slots >= 1 && slots <= heap.layout().row_shards(BOOT_SLOT_CLASS) as u64, "{s:?}");
         let ptrs = gpu.zeroed::<u64>(1).unwrap();
         let (arg, p, one, size, no_sizes) = (heap.arg(), ptrs.as_device_ptr().as_raw(), 1u64, 16u64, 0u64);
         // SAFETY: matches vb_malloc's signature (heap, ptrs, n, size, sizes).
@@ -203,6 +210,7 @@ fn gpu_boot_formats_the_small_groups_ahead() {
         gpu.sync().unwrap();
         let s = heap.stats().unwrap();
         assert_eq!((s.free_segments, s.segments_per_group, s.bytes_in_use), (free, formatted, 16), "{s:?}");
+        assert_eq!(s.slice_blocks[BOOT_SLOT_CLASS], slots, "the first malloc installed no block: {s:?}");
         // SAFETY: matches vb_free's signature (heap, ptrs, n).
         unsafe { gpu.launch("vb_free", 1, 1, veballoc::kernel_args![arg, p, one]).unwrap() };
         heap.trim().unwrap();

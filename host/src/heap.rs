@@ -189,7 +189,8 @@ impl Heap {
     }
 
     /// Formats a segment ahead for each group of the classes from 16 B to 256 KiB (five
-    /// groups, fewer for heaps under 80 segments; `DeviceHeap::boot`), so that the first
+    /// groups, fewer for heaps under 80 segments; two segments for the 16-byte class's
+    /// group; `DeviceHeap::boot`), so that the first
     /// mallocs of those classes on this heap take blocks at once instead of waiting for a
     /// format: small launches on a new heap allocate up to 1.7x faster (H200, r28). Every
     /// heap does this when it is created (unless `VEBALLOC_BOOT=0`); call it again after a
@@ -198,7 +199,9 @@ impl Heap {
     /// used it), so a class that outgrows its booted segment goes on in the next one rather
     /// than past every booted segment; a claim of a run of fresh segments (device or host
     /// pool) takes back every booted segment with no block out; and the segments go back
-    /// when memory runs short.
+    /// when memory runs short. Then every multiprocessor's slot of the smallest class (16 B)
+    /// gets a first block (`DeviceHeap::boot_slot`: at most 1/512 of the heap, 132 x 64 KiB
+    /// on an H100), so that the first 16-byte requests of a kernel take one atomic each.
     ///
     /// ```no_run
     /// # let gpu = veballoc::Gpu::new()?;
@@ -214,6 +217,10 @@ impl Heap {
         // SAFETY: veballoc_boot takes one DeviceHeap; it runs on veballoc's stream, after
         // whatever the heap's user queued there.
         unsafe { self.gpu.launch("veballoc_boot", 1, 1, crate::kernel_args![arg])? };
+        let slots = self.layout.shards as u64;
+        // SAFETY: veballoc_boot_slots takes one DeviceHeap; one thread per slot of a row,
+        // after the boot above on the same stream.
+        unsafe { self.gpu.launch("veballoc_boot_slots", slots, MAINT_BLOCK, crate::kernel_args![arg])? };
         self.gpu.sync()
     }
 

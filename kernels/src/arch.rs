@@ -64,6 +64,15 @@ mod imp {
         unsafe { asm!("mov.u32 {r}, %smid;", r = out(reg32) r, options(nomem, nostack)) };
         r
     }
+    /// One more than the largest `smid` any multiprocessor of this GPU may report (PTX
+    /// `%nsmid`: the ids need not be contiguous).
+    #[inline(always)]
+    pub fn nsmid() -> u32 {
+        let r: u32;
+        // SAFETY: reading a special register has no preconditions.
+        unsafe { asm!("mov.u32 {r}, %nsmid;", r = out(reg32) r, options(nomem, nostack, pure)) };
+        r
+    }
     #[inline(always)]
     pub fn activemask() -> u32 {
         let r: u32;
@@ -273,6 +282,10 @@ mod imp {
     /// The host's "multiprocessor" is the thread index: CPU threads get distinct slots.
     pub fn smid() -> u32 {
         global_thread_x() as u32
+    }
+    /// No bound on the host: every thread index is a "multiprocessor" (see `smid`).
+    pub fn nsmid() -> u32 {
+        u32::MAX
     }
     pub fn activemask() -> u32 {
         1

@@ -871,8 +871,12 @@ impl<'a> Blocks<'a> {
         let batch = got?;
         // Relaxed: a count. A reclaimer whose CAS saw the count without ours fails its
         // removal on the blocks we took (the tree word's RMWs are totally ordered: ours took
-        // them first, or we got none), and our add (issued after the claim returned) still
-        // continues the release sequence its CAS acquires the releasers' inserts through.
+        // them first, or we got none), and as an RMW our add continues the release sequence
+        // through which its CAS acquires the releasers' inserts. The count never wraps: our
+        // add comes before the release (the slot swap, or our own subtraction in
+        // `release_batch`) after which anyone subtracts these blocks. A zero seen meanwhile
+        // can only leave a stale pending mark or a reclaim whose removal fails, as before.
+        // (Review of r33.)
         self.segs.seg_out(batch.seg).fetch_add_relaxed(batch.mask.count_ones());
         Some(batch)
     }
@@ -1018,22 +1022,27 @@ impl<'a> Blocks<'a> {
     /// has not used it (see `take_back_after`). For the boot of a new heap
     /// (`DeviceHeap::boot`): the first install of a class then takes blocks from the tree
     /// instead of waiting for a format (r26's trace: 8 us of a cold malloc's 16 us on an
-    /// H100). False when no segment was free, or when the group's tree has a free block
-    /// already (a boot run twice formats nothing).
-    pub fn preformat(&self, g: usize) -> bool {
+    /// H100). `segments` such segments, one after another (the group whose slots the boot
+    /// fills gets two: see `DeviceHeap::boot`). False when no segment was free, or when the
+    /// group's tree has a free block already (a boot run twice formats nothing).
+    pub fn preformat(&self, g: usize, segments: u32) -> bool {
         if !self.block_tree(g).is_empty() {
             return false;
         }
-        let Some(seg) = self.fresh_segment(g, 0) else { return false };
-        // Release: as in release_block (a drain decides from relaxed loads of the entry and
-        // the count, which the format wrote before).
-        self.pending_tree().insert(seg as u64);
-        if seg < BOOTED_SEGMENTS {
-            // Relaxed: the bit only elects one later claimer to try the segment's reclaim,
-            // which orders itself (its CAS on the count acquires the format's add).
-            self.booted().fetch_or_relaxed(1 << seg);
+        let mut any = false;
+        for _ in 0..segments {
+            let Some(seg) = self.fresh_segment(g, 0) else { break };
+            any = true;
+            // Release: as in release_block (a drain decides from relaxed loads of the entry
+            // and the count, which the format wrote before).
+            self.pending_tree().insert(seg as u64);
+            if seg < BOOTED_SEGMENTS {
+                // Relaxed: the bit only elects one later claimer to try the segment's
+                // reclaim, which orders itself (its CAS on the count acquires the format's add).
+                self.booted().fetch_or_relaxed(1 << seg);
+            }
         }
-        true
+        any
     }
 
     /// The segments below `BOOTED_SEGMENTS` that a boot formatted ahead and that no claim has
@@ -1082,32 +1091,48 @@ impl<'a> Blocks<'a> {
 
     /// After a claim of blocks in segment `seg` for group `g`, with `booted` (`booted_hint`)
     /// not zero: once all but `1 / TAKE_BACK_FROM` of the segment's blocks are out, takes
-    /// back the booted segment right after it if no block of it is out (its group has not
-    /// used it), so that the group's next format gets it (the lowest free segment then) and
-    /// its segments stay side by side. A boot formats the groups in order on the lowest
-    /// segments (group 0 on segment 0, ...): without this, a class that outgrew its booted
-    /// segment went on past every booted segment (range / live of 2^20 x 16 B 5.75 against
-    /// 1.69 without the boot, NOTES r28), which kept the boot off by default. Here and not
-    /// before a format (in `claim_blocks`): there the reclaim made ptxas give every claim
-    /// more spills, and 128 B..4 KiB allocated 5-10% slower at 2^20 threads (H200, NOTES
-    /// r32).
+    /// back the booted segment right after it, or if another group keeps that one, the one
+    /// right before it, if no block of it is out (its group has not used it), so that the group's
+    /// next format gets it (the lowest free segment then) and its segments stay side by side.
+    /// A boot formats the groups in order on the lowest segments (group 0 on segments 0 and
+    /// 1, group 1 on 2, ...): without this, a class that outgrew its booted segment went on
+    /// past every booted segment (range / live of 2^20 x 16 B 5.75 against 1.69 without the
+    /// boot, NOTES r28), which kept the boot off by default. The one before: group 0's second
+    /// segment, unused when 16-byte requests are few, would otherwise stay inside the range
+    /// of a mixed burst whose groups 1 and 2 grow past it (range / live of mixed sizes up to
+    /// 64 B 2.80 -> 3.20, r33). A booted segment of our own group is the room we grow into:
+    /// kept (its bit stays for a claim of fresh runs). Here and not before a format (in
+    /// `claim_blocks`): there the reclaim made ptxas give every claim more spills, and
+    /// 128 B..4 KiB allocated 5-10% slower at 2^20 threads (H200, NOTES r32).
     #[inline(never)]
     pub(crate) fn take_back_after(&self, g: usize, seg: u32, booted: u64) {
-        let next = seg + 1;
-        if next >= BOOTED_SEGMENTS || booted & (1 << next) == 0 {
+        let is_booted = |s: u32| s < BOOTED_SEGMENTS && booted & (1 << s) != 0;
+        // Relaxed: a hint of which group a segment serves.
+        let kind = |s: u32| seg_kind(self.segs.seg_table(s).load_relaxed());
+        let cand = if is_booted(seg + 1) {
+            seg + 1
+        } else if seg > 0 && is_booted(seg - 1) && matches!(kind(seg + 1), SegKind::Group(h) if h != g) {
+            // The one after was tried and another group keeps it (taken back, it would be
+            // free: then the one before stays).
+            seg - 1
+        } else {
             return;
-        }
+        };
         let bps = group_blocks_per_segment(g);
         // Relaxed: a hint of how full the segment is (the blocks a claim takes are spread
         // over its lowest free word, so the claim's index says little).
         if self.segs.seg_out(seg).load_relaxed() & OUT_COUNT_MASK < bps - bps / TAKE_BACK_FROM {
             return;
         }
+        // Our group's own segment is kept (see above).
+        if kind(cand) == SegKind::Group(g) {
+            return;
+        }
         // Relaxed: the bit only elects the one claimer that tries the segment; the reclaim
         // orders itself (its CAS on the count acquires the format's add).
-        if self.booted().fetch_and_relaxed(!(1 << next)) & (1 << next) != 0 {
+        if self.booted().fetch_and_relaxed(!(1 << cand)) & (1 << cand) != 0 {
             // Taken back, or in use by its own group, which keeps it.
-            self.trim_segment(next);
+            self.trim_segment(cand);
         }
     }
 
@@ -1219,7 +1244,8 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     fn count_run_out(&self, g: usize, gid: u64, k: u32) {
         for (seg, _, n) in segment_parts(g, gid, k) {
-            // AcqRel: as in claim_from_tree.
+            // AcqRel: ordered before the run head's release store that hands the blocks on
+            // (Relaxed would do, as in claim_from_tree; runs are rare, so it stays).
             self.segs.seg_out(seg).fetch_add_acq_rel(n);
         }
     }

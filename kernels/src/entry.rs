@@ -30,6 +30,13 @@ pub unsafe extern "ptx-kernel" fn veballoc_boot(heap: DeviceHeap) {
     }
 }
 
+/// The boot's second step, after `veballoc_boot`: thread `i` fills slot `i` of the 16-byte
+/// class's row with a first block (`DeviceHeap::boot_slot`).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn veballoc_boot_slots(heap: DeviceHeap) {
+    heap.boot_slot(arch::global_thread_x());
+}
+
 /// What this PTX was built with: `out[0]` = 1 when it has the safety checks.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_info(out: *mut u64) {

@@ -46,6 +46,10 @@ pub const fn row_run_group(row: usize) -> Option<usize> {
     }
 }
 
+/// The class whose slots the boot fills with a block each (`Slots::preinstall`,
+/// `DeviceHeap::boot_slot`): the smallest, 16 B.
+pub const BOOT_SLOT_CLASS: usize = 0;
+
 /// Runs of more than this many blocks (out of `blocks_per_segment >> RUN_SHARE_SHIFT` of a
 /// segment's) take a fresh segment of their own instead of the run row's: a take from the
 /// row's segment fails when its rest is too short, and large runs would fail often.
@@ -315,6 +319,7 @@ impl<'a> Slots<'a> {
         let (row, g) = (run_row(i), RUN_GROUPS[i]);
         let per = group_blocks_per_segment(g);
         if k > per >> RUN_SHARE_SHIFT {
+            self.retire_boot_slots();
             return self.blocks.fresh_run(g, k);
         }
         let shard = self.home_shard(row);
@@ -523,6 +528,52 @@ impl<'a> Slots<'a> {
             self.give_back_rest(c, old, slot_blocks(replaced), handed);
         }
         true
+    }
+
+    /// Installs a first block in slot `shard` of row `row` (a class's row) if the slot is
+    /// empty and no taker has asked it for slices yet: for the boot (`DeviceHeap::boot_slot`),
+    /// so that a new heap's first requests of the class take one atomic instead of waiting for
+    /// an install. True when it installed one. Safe while others take: a taker that adds to
+    /// the empty slot first makes our CAS fail, and the block goes back to its tree.
+    pub fn preinstall(&self, row: usize, shard: u32) -> bool {
+        let slot = self.current(row, shard);
+        // Relaxed: a hint; the CAS below decides.
+        if slot.load_relaxed() != 0 {
+            return false;
+        }
+        let (c, kind) = row_class_kind(row);
+        let g = group_of(c);
+        let Some(batch) = self.blocks.claim_blocks(g, 1) else { return false };
+        // One block asked: the claim's first; any other goes back.
+        self.release_batch(g, batch.rest());
+        let gid = batch.first();
+        let (seg, local) = split_gid(gid);
+        self.blocks.install(seg, local, kind, c);
+        // AcqRel: as slot_install_run's swap, the release publishes the block's reset to every
+        // later add; it fails if a taker added to the empty slot first (its installer owns it).
+        if slot.cas_acq_rel(0, slot_run_value(gid, 1, 0)).is_ok() {
+            return true;
+        }
+        self.blocks.park(seg, local, g);
+        self.blocks.release_block(g, gid);
+        false
+    }
+
+    /// While the heap is new (a booted segment not taken back yet): retires the slots of
+    /// `BOOT_SLOT_CLASS` whose boot block is still untouched, so that the first claim of a
+    /// run of fresh segments (device or host pool), which takes back every booted segment
+    /// with no block out, takes back segment 0 too. Blocks installed ahead there would split
+    /// the free segments as unused booted ones did (`a_booted_heap_serves_as_many_big_runs`:
+    /// 16 segments served three 64 MiB runs instead of four). A slot whose block served a
+    /// request stays (as in a sweep).
+    #[inline(never)]
+    pub fn retire_boot_slots(&self) {
+        if self.blocks.booted_hint() == 0 {
+            return;
+        }
+        for shard in 0..self.layout().row_shards(BOOT_SLOT_CLASS) {
+            self.retire_if_idle(BOOT_SLOT_CLASS, shard);
+        }
     }
 
     /// Returns the blocks of `batch` (of group `g`, claimed and parked) to the tree.

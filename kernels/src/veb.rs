@@ -472,7 +472,10 @@ impl<'a> Veb<'a> {
                 // RMW head a release sequence that every later RMW of the word continues).
                 // Nothing before a claim needs publishing through the word: the release
                 // fence of an acq_rel RMW made every install 10-17% slower to allocate with
-                // many classes (mixed sizes up to 4 KiB, H200, NOTES r33).
+                // many classes (mixed sizes up to 4 KiB, H200, NOTES r33). A claim is never
+                // the first removal of a reclaim window or of a summary clear (those are
+                // `remove_range_exact`, slot swaps, `clear_up`), whose arguments need a
+                // release RMW there.
                 let old = self.word(0, w).fetch_and_acquire(!want);
                 let got = old & want;
                 if got != 0 {

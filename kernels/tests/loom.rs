@@ -113,6 +113,88 @@ fn run_claim_after_insert_sees_it_while_a_remover_clears_the_summary() {
     });
 }
 
+/// Two items an inserter wrote before publishing them (loom checks every later access).
+struct Items([loom::cell::UnsafeCell<u64>; 2]);
+// SAFETY: loom checks the accesses to the cells.
+unsafe impl Sync for Items {}
+
+impl Items {
+    fn new() -> Arc<Self> {
+        Arc::new(Self([loom::cell::UnsafeCell::new(0), loom::cell::UnsafeCell::new(0)]))
+    }
+    fn write(&self, i: usize, v: u64) {
+        // SAFETY: the caller owns item `i` (published to it, or before publishing it).
+        self.0[i].with_mut(|x| unsafe { *x = v });
+    }
+}
+
+/// A claim's RMW acquires only (r33: the release fence of an acq_rel RMW was on every
+/// install's path). One inserter writes two items and publishes both with one `insert_range`
+/// (fence, relaxed RMW); two claimers take one each. The second may read the first claim's
+/// RMW rather than the insert's: it still synchronises with the insert, whose release
+/// sequence every RMW of the word continues. (Review of r33; with relaxed claims loom reports
+/// a causality violation.)
+#[test]
+fn a_claim_that_reads_another_claim_sees_the_insert() {
+    loom::model(|| {
+        let t = tree_of(128);
+        let items = Items::new();
+        let (tp, ip) = (t.clone(), items.clone());
+        let inserter = thread::spawn(move || {
+            ip.write(0, 1);
+            ip.write(1, 1);
+            Veb::new(&tp.0, tp.1).insert_range(64, 2);
+        });
+        let claimers: Vec<_> = (0..2)
+            .map(|i| {
+                let (tc, ic) = (t.clone(), items.clone());
+                thread::spawn(move || {
+                    if let Some(x) = Veb::new(&tc.0, tc.1).try_claim_spread(0, i) {
+                        ic.write((x - 64) as usize, 2);
+                    }
+                })
+            })
+            .collect();
+        inserter.join().unwrap();
+        for c in claimers {
+            c.join().unwrap();
+        }
+    });
+}
+
+/// As above, with two inserters of one item each into one word: a claim that reads the second
+/// insert's RMW takes the first's item too, and sees its write (the first insert's release
+/// sequence goes on through the second's relaxed RMW).
+#[test]
+fn a_claim_sees_an_insert_through_another_inserts_rmw() {
+    loom::model(|| {
+        let t = tree_of(128);
+        let items = Items::new();
+        let inserters: Vec<_> = (0..2)
+            .map(|i| {
+                let (tp, ip) = (t.clone(), items.clone());
+                thread::spawn(move || {
+                    ip.write(i, 1);
+                    Veb::new(&tp.0, tp.1).insert_range(64 + i as u64, 1);
+                })
+            })
+            .collect();
+        let (tc, ic) = (t.clone(), items.clone());
+        let claimer = thread::spawn(move || {
+            if let Some((w, mut bits)) = Veb::new(&tc.0, tc.1).try_claim_bits(0, 0, 2) {
+                while bits != 0 {
+                    ic.write((w * 64 + bits.trailing_zeros() as u64 - 64) as usize, 2);
+                    bits &= bits - 1;
+                }
+            }
+        });
+        for i in inserters {
+            i.join().unwrap();
+        }
+        claimer.join().unwrap();
+    });
+}
+
 /// Two claimers race for one free index: exactly one wins.
 #[test]
 fn claim_is_exclusive() {
@@ -417,7 +499,7 @@ mod real {
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
     use veballoc_kernels::layout::RUN_ROW0;
-    use veballoc_kernels::slice::PARTIAL_VISITS;
+    use veballoc_kernels::slice::{BOOT_SLOT_CLASS, PARTIAL_VISITS};
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -1389,8 +1471,8 @@ mod real {
                 .collect();
             let m = Model::new(2, cells);
             set_host_thread_index(3);
-            assert!(m.heap.blocks().preformat(g1));
-            assert!(m.heap.blocks().preformat(g2));
+            assert!(m.heap.blocks().preformat(g1, 1));
+            assert!(m.heap.blocks().preformat(g2, 1));
             let a = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
@@ -1416,6 +1498,35 @@ mod real {
             m.heap.validate().expect("the validator, with the slices live");
             give_back(&m, c1, &t);
             m.check_whole(&[q], (0, 0, 0));
+        });
+    }
+
+    /// (10) The boot's block for slot 0 of the 16-byte row (`Slots::preinstall`) races the
+    /// first malloc of 16 bytes on that multiprocessor, which finds the slot empty and is
+    /// elected to install a block itself: exactly one of them installs (the boot's CAS fails
+    /// if the malloc's add came first, and its block goes back), the malloc gets a slice of
+    /// the block installed (loom checks the write against the block's reset), and the heap
+    /// is whole after a trim.
+    #[test]
+    fn a_boot_slot_races_the_first_malloc_of_its_class() {
+        let c = BOOT_SLOT_CLASS;
+        let size = slice_bytes(c);
+        model(PREEMPTIONS, move || {
+            // Claims spread over the lowest word's blocks: any of them may serve.
+            let m = Model::new(1, slices(c, 0..group_blocks_per_segment(group_of(c)), 1));
+            let b = m.clone();
+            let boot = thread::spawn(move || {
+                set_host_thread_index(1);
+                b.heap.slots().preinstall(c, 0)
+            });
+            set_host_thread_index(0);
+            let p = m.heap.malloc(size);
+            assert!(!p.is_null(), "null from a heap with room");
+            m.cells.write(p);
+            let installed = boot.join().unwrap();
+            let s = m.heap.validate().expect("the validator, with the slice live");
+            assert_eq!(s.slice_blocks[c], 1, "one block installed, booted or not ({installed})");
+            m.check_whole(&[p], (0, 0, 0));
         });
     }
 
