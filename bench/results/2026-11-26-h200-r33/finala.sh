@@ -1,9 +1,8 @@
 set -uo pipefail
-# r33 call 8 (the session's final kernel code: the claims' orderings and the boot's 16-byte
+# r33 call 8a (5ebd3f1, the session's final kernel code: the claims' orderings and the boot's 16-byte
 # slots): every GPU test, compute-sanitizer memcheck on gpu_host (the boot's new kernel),
-# churn at 50% and 70%, frag, util; Gallatin side by side with the floors (single, mixed,
-# scaling) -- the README's tables.
-R=/tmp/r33-final; mkdir -p $R/tests
+# churn at 50% and 70%, frag, util.
+R=/tmp/r33-finala; mkdir -p $R/tests
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee $R/device.txt; date -u +%FT%TZ | tee -a $R/device.txt
 export VEBALLOC_CHECKS_PTX_FILE=$PWD/.devbin/veballoc-checks.ptx
 s=$(date +%s); timeout 220 .devbin/tests/gpu --ignored --test-threads=1 > $R/tests/gpu.txt 2>&1; echo "gpu rc=$? $(( $(date +%s) - s )) s"
@@ -18,7 +17,4 @@ timeout 100 .devbin/veballoc-bench frag --allocators veballoc --out $R/frag > $R
 grep -a '|' $R/frag.txt | tr -d '\r' | sed 's/.*\.\.\. *//' | tail -21 | awk -F'|' '{printf "%s:%s  ", $1, $2} END {print ""}' | tr -s ' '
 timeout 150 .devbin/veballoc-bench util --allocators veballoc --out $R/util > $R/util.txt 2>&1; echo "util rc=$?"
 tr '\r' '\n' < $R/util.txt | grep -a '%  |' | tail -17 | cut -c1-70
-for cmd in single mixed; do timeout 90 .devbin/veballoc-bench $cmd --allocators veballoc,floor --iters 5 --peers .devbin/peers --peers-list gallatin --out $R/peers > $R/peers-$cmd.txt 2>&1 || echo "exit $? $cmd"; done
-for f in $R/peers-*.txt; do grep -a '|' $f | grep -av 'size\|^GPU' | tr -d '\r' | sed 's/.*\.\.\. *//' | awk -F'|' '{ printf "%-8s %s | %s\n", $1, $2, $NF }'; done
-timeout 200 .devbin/veballoc-bench scaling --allocators veballoc,floor --iters 5 --peers .devbin/peers --peers-list gallatin --out $R/scaling > $R/scaling.txt 2>&1; echo "scaling rc=$?"
-tar czf $OUT/r33-final.tgz -C $R .
+tar czf $OUT/r33-finala.tgz -C $R .
