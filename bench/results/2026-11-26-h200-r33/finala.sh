@@ -1,5 +1,5 @@
 set -uo pipefail
-# r33 call 8a (5ebd3f1, the session's final kernel code: the claims' orderings and the boot's 16-byte
+# r33 call 8a (326f564, the session's final kernel code: the claims' orderings and the boot's 16-byte
 # slots): every GPU test, compute-sanitizer memcheck on gpu_host (the boot's new kernel),
 # churn at 50% and 70%, frag, util.
 R=/tmp/r33-finala; mkdir -p $R/tests

@@ -1,5 +1,5 @@
 set -uo pipefail
-# r33 call 8b (5ebd3f1, the session's final kernel code: the claims' orderings and the boot's 16-byte
+# r33 call 8b (326f564, the session's final kernel code: the claims' orderings and the boot's 16-byte
 # slots): Gallatin side by side with the floors, single, mixed and scaling (the README's
 # tables).
 R=/tmp/r33-finalb; mkdir -p $R/tests
