@@ -115,6 +115,38 @@ fn the_boot_slots_group_keeps_its_second_segment() {
     assert_empty(h);
 }
 
+/// A boot on a heap whose lower segments are all taken puts the booted segments at its top;
+/// a class that then takes half of the last segment looks at the segment after it, past the
+/// heap, for the take-back (`take_back_after`: "does another group keep the one after?").
+/// That read went past the segment table (r33; the CPU model now checks every per-segment
+/// index).
+#[test]
+fn a_take_back_at_the_heap_s_last_segment_stays_inside_the_table() {
+    let segments = 2 * BOOT_SEGMENTS_PER_GROUP;
+    let cpu = CpuHeap::new(segments, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    // Every segment but the last three, in one run.
+    let run = h.malloc((segments as u64 - 3) * SEGMENT_BYTES);
+    assert!(!run.is_null());
+    // Group 0 on the two segments after the run, group 1 (24 B) on the last.
+    boot(h);
+    let seg = |p: *mut u8| (p as u64 - h.segment_addr(0)) / SEGMENT_BYTES;
+    let mut ptrs = Vec::new();
+    // Three quarters of the last segment's blocks of 24-byte slices.
+    let per_block = veballoc::kernels::class::slices_per_block(veballoc::kernels::class::class_of(24)) as u64;
+    for _ in 0..96 * per_block / 32 {
+        ptrs.extend(cpu.warp_malloc(&[24; 32]));
+    }
+    assert!(ptrs.iter().all(|&p| !p.is_null() && seg(p) == segments as u64 - 1));
+    h.validate().expect("heap consistent");
+    for p in ptrs {
+        h.free(p);
+    }
+    h.free(run);
+    assert_empty(h);
+}
+
 /// A booted heap serves as many runs of several segments as one that did not boot: the first
 /// claim of fresh segment runs takes every unused booted segment back
 /// (`take_back_all_booted`). Before, the booted segments at the bottom split the free ones: a

@@ -1107,11 +1107,13 @@ impl<'a> Blocks<'a> {
     #[inline(never)]
     pub(crate) fn take_back_after(&self, g: usize, seg: u32, booted: u64) {
         let is_booted = |s: u32| s < BOOTED_SEGMENTS && booted & (1 << s) != 0;
-        // Relaxed: a hint of which group a segment serves.
-        let kind = |s: u32| seg_kind(self.segs.seg_table(s).load_relaxed());
+        // Relaxed: a hint of which group a segment serves; none past the heap (the segment
+        // after the last one, which a booted segment may be after a boot on a full heap).
+        let kind = |s: u32| (s < self.segs.count()).then(|| seg_kind(self.segs.seg_table(s).load_relaxed()));
         let cand = if is_booted(seg + 1) {
             seg + 1
-        } else if seg > 0 && is_booted(seg - 1) && matches!(kind(seg + 1), SegKind::Group(h) if h != g) {
+        } else if seg > 0 && is_booted(seg - 1) && matches!(kind(seg + 1), Some(SegKind::Group(h)) if h != g)
+        {
             // The one after was tried and another group keeps it (taken back, it would be
             // free: then the one before stays).
             seg - 1
@@ -1125,7 +1127,7 @@ impl<'a> Blocks<'a> {
             return;
         }
         // Our group's own segment is kept (see above).
-        if kind(cand) == SegKind::Group(g) {
+        if kind(cand) == Some(SegKind::Group(g)) {
             return;
         }
         // Relaxed: the bit only elects the one claimer that tries the segment; the reclaim

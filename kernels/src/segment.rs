@@ -125,6 +125,10 @@ impl<'a> Segments<'a> {
 
     #[inline(always)]
     fn seg_array(&self, off: u64, seg: u32) -> &'a Atom32 {
+        // The CPU model checks what the GPU build assumes (a word past the array is another
+        // array's: no fault, a wrong value).
+        #[cfg(not(target_arch = "nvptx64"))]
+        assert!(seg < self.count(), "segment {seg} of {}", self.count());
         // SAFETY: each per-segment array holds `num_segments` words at `off`; callers pass
         // seg < num_segments (derived from an in-range address or a tree index).
         unsafe { crate::atomic::word32(self.meta() + off + seg as u64 * 4) }
