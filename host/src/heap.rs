@@ -196,7 +196,8 @@ impl Heap {
     /// heap does this when it is created (unless `VEBALLOC_BOOT=0`); call it again after a
     /// `trim` that gave the segments back. A claim that leaves half of a segment out takes
     /// back the booted segment right after it if no block of it is out (its group has not
-    /// used it), so a class that outgrows its booted segment goes on in the next one rather
+    /// used it; when another group keeps that one, the one before it; a group's own second
+    /// segment stays), so a class that outgrows its booted segment goes on next to it rather
     /// than past every booted segment; a claim of a run of fresh segments (device or host
     /// pool) takes back every booted segment with no block out; and the segments go back
     /// when memory runs short. Then every multiprocessor's slot of the smallest class (16 B)

@@ -1103,9 +1103,10 @@ impl DeviceHeap {
     /// The boot's second step (`veballoc_boot_slots`, one thread per slot, after `boot`):
     /// installs a first block of the smallest class (16 B, `BOOT_SLOT_CLASS`) in slot `shard`
     /// of its row (see `Slots::preinstall`), for the slots that multiprocessors take from
-    /// (`shard` below the row's slots and below `%nsmid`), when its group was booted. Then a
+    /// (`shard` below the row's slots and below `%nsmid`), in a heap large enough to boot the
+    /// group (`boot_groups`; a second boot fills the empty slots again). Then a
     /// new heap's first 16-byte requests on every multiprocessor take one atomic: a launch of
-    /// 2^15 threads on a new heap took 0.044 ms, most of it the first installs, 128 at once
+    /// 2^15 threads on a new heap took 0.046 ms, most of it the first installs, 128 at once
     /// on the booted segment's leaf words, against Gallatin's 0.013, whose init installs a
     /// block of every size for every multiprocessor (H200, NOTES r33). Only the smallest
     /// class: its group's segment is the lowest, so its bursts still grow into the next

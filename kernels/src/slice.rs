@@ -559,21 +559,25 @@ impl<'a> Slots<'a> {
         false
     }
 
-    /// While the heap is new (a booted segment not taken back yet): retires the slots of
-    /// `BOOT_SLOT_CLASS` whose boot block is still untouched, so that the first claim of a
-    /// run of fresh segments (device or host pool), which takes back every booted segment
-    /// with no block out, takes back segment 0 too. Blocks installed ahead there would split
-    /// the free segments as unused booted ones did (`a_booted_heap_serves_as_many_big_runs`:
-    /// 16 segments served three 64 MiB runs instead of four). A slot whose block served a
-    /// request stays (as in a sweep).
+    /// While the heap is new (a booted segment not taken back yet): retires every slot of
+    /// `BOOT_SLOT_CLASS` whose current block holds no live slice (the boot's untouched blocks,
+    /// and any other idle one, as a sweep would), so that the first claim of a run of fresh
+    /// segments (device or host pool), which takes back every booted segment with no block
+    /// out, takes back segment 0 too. Blocks installed ahead there would split the free
+    /// segments as unused booted ones did (`a_booted_heap_serves_as_many_big_runs`: 16
+    /// segments served three 64 MiB runs instead of four). In a reclaim window: a block
+    /// between its slot and its tree is in neither, and a claimer that finds the trees empty
+    /// meanwhile must wait for it rather than report null (review of r33).
     #[inline(never)]
     pub fn retire_boot_slots(&self) {
         if self.blocks.booted_hint() == 0 {
             return;
         }
-        for shard in 0..self.layout().row_shards(BOOT_SLOT_CLASS) {
-            self.retire_if_idle(BOOT_SLOT_CLASS, shard);
-        }
+        self.blocks.in_reclaim_window(|| {
+            for shard in 0..self.layout().row_shards(BOOT_SLOT_CLASS) {
+                self.retire_if_idle(BOOT_SLOT_CLASS, shard);
+            }
+        });
     }
 
     /// Returns the blocks of `batch` (of group `g`, claimed and parked) to the tree.
