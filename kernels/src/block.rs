@@ -1097,11 +1097,14 @@ impl<'a> Blocks<'a> {
     /// A boot formats the groups in order on the lowest segments (group 0 on segments 0 and
     /// 1, group 1 on 2, ...): without this, a class that outgrew its booted segment went on
     /// past every booted segment (range / live of 2^20 x 16 B 5.75 against 1.69 without the
-    /// boot, NOTES r28), which kept the boot off by default. The one before: group 0's second
-    /// segment, unused when 16-byte requests are few, would otherwise stay inside the range
-    /// of a mixed burst whose groups 1 and 2 grow past it (range / live of mixed sizes up to
-    /// 64 B 2.80 -> 3.20, r33). A booted segment of our own group is the room we grow into:
-    /// kept (its bit stays for a claim of fresh runs). Here and not before a format (in
+    /// boot, NOTES r28), which kept the boot off by default. The one before: a class whose
+    /// next booted segment another group keeps grows into the unused one below its own
+    /// rather than past every booted segment (CPU test
+    /// `a_booted_class_grows_into_the_next_booted_segment`). It was meant to let a mixed
+    /// burst fill group 0's unused second segment too, but on the GPU the groups' first
+    /// formats come before any take-back (mixed sizes up to 64 B stayed at range / live
+    /// 3.20, r33 `boot3/`). A booted segment of our own group is the room we grow into: kept
+    /// (its bit stays for a claim of fresh runs). Here and not before a format (in
     /// `claim_blocks`): there the reclaim made ptxas give every claim more spills, and
     /// 128 B..4 KiB allocated 5-10% slower at 2^20 threads (H200, NOTES r32).
     #[inline(never)]

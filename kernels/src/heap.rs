@@ -1109,10 +1109,11 @@ impl DeviceHeap {
     /// 2^15 threads on a new heap took 0.046 ms, most of it the first installs, 128 at once
     /// on the booted segment's leaf words, against Gallatin's 0.013, whose init installs a
     /// block of every size for every multiprocessor (H200, NOTES r33). Only the smallest
-    /// class: its group's segment is the lowest, so its bursts still grow into the next
-    /// booted segment (`Blocks::take_back_after`); blocks installed ahead in another group's
-    /// booted segment would keep that segment from the group below, whose bursts would go
-    /// on past every booted segment. The blocks pin at most the row's share of the heap
+    /// class: its group's two booted segments are the lowest (`boot_segments`), so its
+    /// bursts grow into its own second one and then into the next booted segment
+    /// (`Blocks::take_back_after`); blocks installed ahead in another group's booted segment
+    /// would keep that segment from the group below, whose bursts would go on past every
+    /// booted segment. The blocks pin at most the row's share of the heap
     /// (`layout::PIN_SHIFT`; 132 x 64 KiB in 8 GiB on the H100), and go back with the
     /// slot's retirement like any current block (a trim, a sweep before a null).
     pub fn boot_slot(&self, shard: u64) -> bool {
