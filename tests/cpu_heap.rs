@@ -949,3 +949,28 @@ fn realloc_in_place_keeps_the_promised_alignment() {
     }
     assert_empty(h);
 }
+
+#[test]
+fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
+    use veballoc::kernels::segment::SegKind;
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    let uses = h.segment_uses();
+    assert_eq!(uses.len(), 8);
+    assert!(uses.iter().all(|u| u.kind == SegKind::Free && u.blocks_out == 0), "{uses:?}");
+    let p = h.malloc(16);
+    assert!(!p.is_null());
+    let run = h.malloc(2 * SEGMENT_BYTES);
+    assert!(!run.is_null());
+    let uses = h.segment_uses();
+    let seg = |p: *mut u8| ((p as u64 - h.mem) / SEGMENT_BYTES) as usize;
+    let g16 = veballoc::kernels::block::group_of(class_of(16));
+    assert_eq!(uses[seg(p)].kind, SegKind::Group(g16), "{uses:?}");
+    assert_eq!(uses[seg(p)].blocks_out, 1, "the 16-byte slot's one block: {uses:?}");
+    let per = (SEGMENT_BYTES / RUN_BLOCK_BYTES) as u32;
+    assert!(uses[seg(run)].blocks_out == per && uses[seg(run) + 1].blocks_out == per, "{uses:?}");
+    h.free(p);
+    h.free(run);
+    assert_empty(h);
+    assert!(h.segment_uses().iter().all(|u| u.kind == SegKind::Free && u.blocks_out == 0));
+}

@@ -20,9 +20,9 @@ use veballoc::SEGMENT_BYTES;
 
 use crate::common::{Bench, Res, Sizes};
 use crate::memory::{
-    churn_alloc_share, frag_threads, threshold, ChurnLaw, ChurnPoint, UtilPoint, CHURN_FREE_SHARE, CHURN_LAW,
-    CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX, UTIL_BATCHES, UTIL_BATCHES_AFTER_NULL,
-    UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
+    churn_alloc_share, frag_threads, segment_map, threshold, ChurnLaw, ChurnPoint, UtilPoint,
+    CHURN_FREE_SHARE, CHURN_LAW, CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX,
+    UTIL_BATCHES, UTIL_BATCHES_AFTER_NULL, UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
 };
 use crate::report::{FragPoint, OomPoint, Record};
 use crate::{Cli, Cmd};
@@ -226,6 +226,7 @@ pub(crate) fn frag_point(
     sizes: Sizes,
     n: u64,
     rounds: u32,
+    map: bool,
 ) -> Res<Vec<FragPoint>> {
     let per = sizes.per_thread(n);
     let size_of = |i: usize| per.as_ref().map_or(sizes.label(), |v| v[i] as u64);
@@ -244,6 +245,9 @@ pub(crate) fn frag_point(
         // Relaxed: the launch's threads were joined.
         let got: Vec<u64> = ptrs.iter().map(|p| p.load(Relaxed)).collect();
         let (range, nulls) = Bench::range_of(&got, size_of);
+        if map && round == 0 {
+            println!("{}", segment_map(heap.heap().mem, &heap.heap().segment_uses(), &got, size_of));
+        }
         sim.launch(n, |lo, hi| {
             for p in &ptrs[lo as usize..hi as usize] {
                 // Relaxed: this warp's own words, stored before the previous join.
@@ -576,7 +580,7 @@ impl CpuModel {
             eprint!("  [frag {s} x {n}] ...\r");
             let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
             let t = Instant::now();
-            let pts = frag_point(self.sim(), heap, sizes, n, self.cli.rounds)?;
+            let pts = frag_point(self.sim(), heap, sizes, n, self.cli.rounds, self.cli.frag_map)?;
             let ms = t.elapsed().as_secs_f64() * 1e3;
             let max = pts.iter().map(|p| p.ratio).fold(0.0, f64::max);
             let nulls = pts.iter().map(|p| p.nulls).max().unwrap_or(0);
@@ -847,7 +851,7 @@ mod tests {
     #[test]
     fn frag_rounds_measure_the_range() {
         let n = 4096;
-        let pts = frag_point(SIM, SMALL_HEAP, Sizes::Fixed(64), n, 3).unwrap();
+        let pts = frag_point(SIM, SMALL_HEAP, Sizes::Fixed(64), n, 3, false).unwrap();
         assert_eq!(pts.len(), 3);
         // The range covers the live bytes and lies in the heap. (Where in a segment the
         // blocks of a few thousand requests land depends on which warp claims first: racing
@@ -859,7 +863,7 @@ mod tests {
         }
         // Mixed sizes 16..512 B span six slice classes, each formatting its own segment.
         let heap = 8 * SEGMENT_BYTES;
-        let m = &frag_point(SIM, heap, Sizes::Mixed(512), n, 1).unwrap()[0];
+        let m = &frag_point(SIM, heap, Sizes::Mixed(512), n, 1, false).unwrap()[0];
         let most = heap as f64 / m.live_bytes as f64;
         assert!(
             m.mixed && m.ratio >= 1.0 && m.ratio <= most && m.nulls == 0,

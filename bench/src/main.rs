@@ -98,6 +98,11 @@ pub(crate) struct Cli {
     /// util and churn where no GPU is usable.
     #[arg(long, default_value_t = 4, global = true)]
     pub(crate) cpu_threads: u32,
+    /// After round 0 of each veballoc `frag` point, print the segments up to the highest one
+    /// in use: its group, blocks out, and the live bytes and 64 KiB units that the round's
+    /// pointers hold in it (where the range went).
+    #[arg(long, global = true)]
+    pub(crate) frag_map: bool,
     /// Print the install-path profile after each veballoc alloc kernel of `single`/`mixed`,
     /// each `util` point and each `churn` round
     /// (needs a PTX built with the kernels' `trace` feature: `scripts/ptx-variant.sh trace`,

@@ -4,6 +4,7 @@
 
 use cust::memory::{CopyDestination, DeviceBuffer};
 use serde::Serialize;
+use veballoc::kernels::diag::SegmentUse;
 use veballoc::kernels::harness::{
     churn_counter, churn_law, churn_size, util_counter, PROB_ONE, ROUND_SEED_SHIFT,
 };
@@ -125,6 +126,43 @@ pub(crate) fn frag_threads(threads: u64, s: u64, mixed: bool) -> u64 {
     }
 }
 
+/// Bytes of the units `segment_map` counts as touched.
+const MAP_UNIT_SHIFT: u32 = 16;
+
+/// One line per segment up to the highest holding a pointer or formatted: `seg:group
+/// blocks-out live-MiB/units` (`--frag-map`).
+/// `mem`: the heap's segment 0; `uses`: its segments (`segment_uses`).
+pub(crate) fn segment_map(
+    mem: u64,
+    uses: &[SegmentUse],
+    ptrs: &[u64],
+    size_of: impl Fn(usize) -> u64,
+) -> String {
+    use std::collections::BTreeSet;
+    use veballoc::kernels::segment::SegKind;
+    let shift = veballoc::kernels::SEGMENT_SHIFT;
+    let mut live = vec![0u64; uses.len()];
+    let mut units = BTreeSet::new();
+    for (i, &p) in ptrs.iter().enumerate().filter(|(_, &p)| p != 0) {
+        let off = p - mem;
+        live[(off >> shift) as usize] += size_of(i);
+        units.insert(off >> MAP_UNIT_SHIFT);
+    }
+    let top = (0..uses.len()).rev().find(|&s| live[s] != 0 || uses[s].kind != SegKind::Free).unwrap_or(0);
+    let mut out = String::from("    map (seg:group blocks-out live-MiB/64KiB-units):");
+    for (s, u) in uses.iter().enumerate().take(top + 1) {
+        let per_seg = 1u64 << (shift - MAP_UNIT_SHIFT);
+        let touched = units.range(s as u64 * per_seg..(s as u64 + 1) * per_seg).count();
+        let kind = match u.kind {
+            SegKind::Group(g) => format!("g{g}"),
+            SegKind::Free => "free".into(),
+            other => format!("{other:?}"),
+        };
+        out += &format!(" | {s}:{kind} {} {:.1}/{touched}", u.blocks_out, live[s] as f64 / MIB as f64);
+    }
+    out
+}
+
 /// One `util` fill: requests of one size (lo == hi) or uniform in [lo, hi], in batches of
 /// about 1% of the heap, until null.
 #[derive(Serialize, Clone)]
@@ -223,8 +261,12 @@ impl Bench {
                     )?
                 };
                 self.gpu.sync()?;
-                let (range, nulls) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
+                let got = Self::host_u64s(&ptrs)?;
+                let (range, nulls) = Self::range_of(&got, size_of);
                 vb_nulls = vb_nulls.max(nulls);
+                if self.cli.frag_map && round == 0 {
+                    println!("{}", segment_map(heap.handle().mem, &heap.segment_uses()?, &got, size_of));
+                }
                 // SAFETY: as above (vb_free skips nulls).
                 unsafe { self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])? };
                 let ratio = range as f64 / live as f64;
@@ -619,6 +661,24 @@ impl crate::report::Record<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use veballoc::kernels::segment::SegKind;
+
+    #[test]
+    fn segment_map_counts_live_bytes_and_units_per_segment_up_to_the_last_in_use() {
+        let mem = 1u64 << 40;
+        let seg = 1u64 << veballoc::kernels::SEGMENT_SHIFT;
+        let use_of = |kind, blocks_out| SegmentUse { kind, blocks_out };
+        let uses = [
+            use_of(SegKind::Group(0), 2),
+            use_of(SegKind::Free, 0),
+            use_of(SegKind::Group(2), 1),
+            use_of(SegKind::Free, 0),
+        ];
+        // Two pointers in segment 0's first 64 KiB unit, one past it; one in segment 2; a null.
+        let ptrs = [mem, mem + 16, mem + (1 << 16), mem + 2 * seg + 4096, 0];
+        let map = segment_map(mem, &uses, &ptrs, |_| 1 << 19);
+        assert!(map.ends_with(" | 0:g0 2 1.5/2 | 1:free 0 0.0/0 | 2:g2 1 0.5/1"), "{map}");
+    }
 
     #[test]
     fn churn_law_mean_matches_its_draws() {

@@ -529,11 +529,22 @@ impl Heap {
     /// Copies the metadata to the host, validates it, and returns the statistics.
     /// Waits for the heap's stream first; kernels on other streams must have finished.
     pub fn stats(&self) -> Result<Stats> {
+        self.with_host_view(|view| view.validate())?.map_err(Error::Corrupt)
+    }
+
+    /// Every segment's kind and blocks out, from a copy of the metadata (as `stats`, the
+    /// heap quiescent): a diagnostic of where a burst's range went.
+    #[doc(hidden)]
+    pub fn segment_uses(&self) -> Result<Vec<veballoc_kernels::diag::SegmentUse>> {
+        self.with_host_view(|view| view.segment_uses())
+    }
+
+    /// `f` on a host copy of the metadata (a view of it whose `mem` is the GPU's, never read).
+    fn with_host_view<R>(&self, f: impl FnOnce(&DeviceHeap) -> R) -> Result<R> {
         let meta = self.meta.as_ref().expect("live heap");
         let mut host = vec![0u64; meta.len()];
         self.gpu.copy_out(meta, &mut host[..])?;
-        let view = DeviceHeap { meta: host.as_ptr() as u64, ..self.handle };
-        view.validate().map_err(Error::Corrupt)
+        Ok(f(&DeviceHeap { meta: host.as_ptr() as u64, ..self.handle }))
     }
 
     /// Frees the heap's GPU memory now, reporting errors (Drop ignores them).

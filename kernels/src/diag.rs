@@ -88,7 +88,29 @@ impl Occupancy {
     }
 }
 
+/// One segment as the table has it: what it holds and, formatted for a group, how many of its
+/// blocks are out of the group's tree (handed out, current, or claimed ahead).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentUse {
+    pub kind: SegKind,
+    pub blocks_out: u32,
+}
+
 impl DeviceHeap {
+    /// Every segment's [`SegmentUse`], in address order, on a quiescent heap: where a burst's
+    /// range went (`veballoc-bench frag --frag-map`).
+    pub fn segment_uses(&self) -> std::vec::Vec<SegmentUse> {
+        (0..self.layout().num_segments)
+            .map(|seg| {
+                let segs = self.segments();
+                // Acquire: as in `occupancy` (a quiescent heap: any order reads the last write).
+                let kind = seg_kind(segs.seg_table(seg).load_acquire());
+                // Acquire: as above.
+                SegmentUse { kind, blocks_out: segs.seg_out(seg).load_acquire() }
+            })
+            .collect()
+    }
+
     /// Walks a quiescent heap (no kernel, no other thread using it) and says where its memory
     /// is (see [`Occupancy`]).
     pub fn occupancy(&self) -> Occupancy {
