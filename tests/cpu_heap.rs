@@ -974,3 +974,23 @@ fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
     assert_empty(h);
     assert!(h.segment_uses().iter().all(|u| u.kind == SegKind::Free && u.blocks_out == 0));
 }
+
+#[test]
+fn a_small_class_s_block_used_up_exactly_leaves_no_block_claimed_ahead() {
+    // 16..64 B install on demand (`installs_on_demand`): the take of a block's last slice
+    // empties the slot instead of claiming the next block for nobody.
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let out = || h.segment_uses().iter().map(|u| u.blocks_out).sum::<u32>();
+    let per = slices_per_block(class_of(16));
+    let mut ptrs: Vec<*mut u8> = (0..per).map(|_| h.malloc(16)).collect();
+    assert!(ptrs.iter().all(|p| !p.is_null()));
+    assert_eq!(out(), 1, "a block claimed ahead of any request");
+    ptrs.push(h.malloc(16));
+    assert!(!ptrs[per as usize].is_null());
+    assert_eq!(out(), 2, "the next request installs the next block");
+    for p in ptrs {
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -499,7 +499,7 @@ mod real {
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
     use veballoc_kernels::layout::RUN_ROW0;
-    use veballoc_kernels::slice::{BOOT_SLOT_CLASS, PARTIAL_VISITS};
+    use veballoc_kernels::slice::{installs_on_demand, BOOT_SLOT_CLASS, PARTIAL_VISITS};
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -1530,6 +1530,61 @@ mod real {
             assert_eq!(s.slice_blocks[c], 1, "one block installed, booted or not ({installed})");
             m.check_whole(&[], (0, 0, 0));
         });
+    }
+
+    /// (11) On-demand installs (`installs_on_demand`, the 16-byte class): a block's last
+    /// slice is taken by one of two racing takes, which empties the slot (`Slots::vacate`)
+    /// unless the other take came after it on the run, then installs at once; the other take
+    /// gets the last slice, or waits for that install, or finds the slot empty and installs
+    /// itself; with `trim`, a trim retires the slot meanwhile. Neither take returns null (a
+    /// vacate that left a waiting taker without an install would: the wait ends and nothing is
+    /// left to steal), each slice is handed out once, and the heap is whole after the frees.
+    fn vacate_races_a_take(trim: bool) {
+        let c = BOOT_SLOT_CLASS;
+        assert!(installs_on_demand(c));
+        let (g, per) = (group_of(c), slices_per_block(c));
+        model(if trim { PREEMPTIONS_LARGE } else { PREEMPTIONS }, move || {
+            let blocks = group_blocks_per_segment(g);
+            let last = (0..blocks)
+                .map(|b| MEM + b as u64 * group_block_bytes(g) + (per - 1) as u64 * slice_bytes(c));
+            // A trim may give the last slice back first: then both take from the next block.
+            let m = Model::new(1, [slices(c, 0..blocks, 2), last.collect()].concat());
+            set_host_thread_index(0);
+            // All but the last slice of a block, given back at the end.
+            let first = m.heap.slots().take_in_row(c, per - 1).expect("a fresh heap");
+            assert_eq!((first.got, first.got2), (per - 1, 0));
+            let takers: Vec<_> = (0..2)
+                .map(|_| {
+                    let t = m.clone();
+                    thread::spawn(move || {
+                        set_host_thread_index(0);
+                        let p = t.heap.slots().take_in_row(c, 1).expect("null from a heap with room").base;
+                        t.cells.write(p as *mut u8);
+                        p
+                    })
+                })
+                .collect();
+            if trim {
+                set_host_thread_index(1);
+                m.heap.trim_slot(c, 0);
+            }
+            let ps: Vec<u64> = takers.into_iter().map(|h| h.join().unwrap()).collect();
+            assert_ne!(ps[0], ps[1], "one slice handed out twice");
+            let local = ((first.base - MEM) / group_block_bytes(g)) as u32;
+            m.heap.slots().release_slices(0, local, c, 0, per - 1);
+            let ptrs: Vec<*mut u8> = ps.iter().map(|&p| p as *mut u8).collect();
+            m.check_whole(&ptrs, (0, 0, 0));
+        });
+    }
+
+    #[test]
+    fn a_vacate_races_a_take() {
+        vacate_races_a_take(false);
+    }
+
+    #[test]
+    fn a_vacate_races_a_take_and_a_trim() {
+        vacate_races_a_take(true);
     }
 
     #[test]
