@@ -977,7 +977,7 @@ fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
 
 #[test]
 fn a_small_class_s_block_used_up_exactly_leaves_no_block_claimed_ahead() {
-    // 16..64 B install on demand (`installs_on_demand`): the take of a block's last slice
+    // 16..32 B install on demand (`installs_on_demand`): the take of a block's last slice
     // empties the slot instead of claiming the next block for nobody.
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();

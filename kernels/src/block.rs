@@ -445,7 +445,8 @@ pub const fn slot_has_rest(w: u64, per: u32) -> bool {
 pub enum SlotTake {
     /// Slices `start .. start + got` of the run of `blocks` blocks from `gid` are ours
     /// (counted through the run's blocks in order); `exhausted`: this add took the run's last
-    /// slice (or went past it), so this taker must install the next run.
+    /// slice (or went past it), so this taker installs the next run (or, for the rows that
+    /// install on demand, `slice::installs_on_demand`, may empty the slot instead).
     Fresh { gid: u64, blocks: u32, start: u32, got: u32, exhausted: bool },
     /// The run from block `gid` is used up; its exhauster is installing the next one.
     Full { gid: u64 },

@@ -2,8 +2,9 @@
 //! block, or up to `MAX_RUN_BLOCKS` consecutive ones while the slot's runs run out fast) from
 //! which warps carve slices. The slot word is the run's hand-out counter too (`block.rs`,
 //! `slot_take`): one atomic add per warp both names the run and takes the slices. The warp
-//! whose add exhausts the run installs the next one; warps that find the slot full or empty
-//! wait for that (the first add on an empty slot elects its installer). Freed slices are
+//! whose add exhausts the run installs the next one (for 16..32 B, only if another add came
+//! after it; else it empties the slot, see `installs_on_demand`); warps that find the slot
+//! full or empty wait for that (the first add on an empty slot elects its installer). Freed slices are
 //! counted per block; the free that completes the class's slices per block recycles it, even
 //! while the rest of its run is current.
 
@@ -101,10 +102,11 @@ pub const ON_DEMAND_BLOCK_BYTES: u64 = 256 << 10;
 /// Whether the next run of slot row `row` is installed on demand: by the first taker that finds
 /// the slot empty, not by the take that used up the run. At a burst's end, the block an
 /// exhauster installed for nobody stays out, untouched, among the touched ones: 1M x 32 B had
-/// range / live 1.46-1.48, on demand 1.24-1.25 (24 B 1.65 -> 1.55), and allocated 6% faster
-/// (H200, r34 `ab3/`, `ab4/`). Not from 48 B up: 64 B went 1.24 -> 1.19 (under the 1.3
-/// target either way) but allocated 3-7% slower, 48 B stayed at 1.33, and 256 B was 6-22%
-/// slower with the install on the next taker's path.
+/// range / live 1.46-1.50, on demand 1.24-1.25 (24 B 1.62-1.66 -> 1.48-1.62), and allocated
+/// 6% faster (H200, r34 `ab3/`..`ab5/`, `final/`). Not from 48 B up: 64 B went 1.24 -> 1.19
+/// (under the 1.3 target either way) but allocated 3-7% slower, 48 B stayed at 1.33, and
+/// 256 B was 6-22% slower with the install on the next taker's path. The 16-byte packed row
+/// (`malloc_packed`'s smallest unit, group 0) installs on demand too (not measured apart).
 #[inline(always)]
 pub const fn installs_on_demand(row: usize) -> bool {
     group_block_bytes(group_of(row_class_kind(row).0)) < ON_DEMAND_BLOCK_BYTES
@@ -429,8 +431,9 @@ impl<'a> Slots<'a> {
                 SlotTake::Fresh { gid, blocks, start, got, exhausted } => {
                     return Some(self.took(row, shard, (gid, blocks), start, (got, n), exhausted))
                 }
-                // Elected on a slot that emptied meanwhile: there is no block to install
-                // (the heap is out of them), so leave it empty for the next taker to try.
+                // Elected on a slot that emptied meanwhile (the heap out of blocks, or a run
+                // used up and left empty for an install on demand): leave it empty for the
+                // next taker, which installs or finds the heap full.
                 SlotTake::Empty { elected: true } => self.retire_slot(row, shard),
                 _ => {}
             }
@@ -441,7 +444,7 @@ impl<'a> Slots<'a> {
     /// After a fresh take of `got` of the `n` slices asked for from index `start` of the run
     /// (first block `gid`, `blocks` blocks) in slot `shard`: if this take exhausted the run,
     /// installs the next one, or (`installs_on_demand`, this take got all it asked for and no
-    /// other taker waits) empties the slot for the next taker to install (`vacate`); if the
+    /// other add came after it) empties the slot for the next taker to install (`vacate`); if the
     /// install fails for lack of memory, what we took is still good. Returns the slices as at most
     /// two pieces (a take of up to `RUN_MIN_SLICES_PER_BLOCK` slices spans at most two of the
     /// run's blocks). A larger take that spans more (`malloc_block`'s) gives back what lies
@@ -550,9 +553,10 @@ impl<'a> Slots<'a> {
 
     /// Empties slot `shard` of row `row`, whose run (first block `gid`, `blocks` blocks) a take
     /// that got all it asked for has just used up, so that the first taker to come installs
-    /// the next run (see `installs_on_demand`). False when takers have already asked the run
-    /// for more (its count went past its slices): the caller installs now, as they wait. True
-    /// when the slot moved on without us (a trim retired the run; a taker may be installing).
+    /// the next run (see `installs_on_demand`). False when another add came after ours on the
+    /// run (its count went past its slices: a taker that now waits, or a stealer): the caller
+    /// installs now. True when the slot moved on without us (a trim retired the run; a taker
+    /// may be installing).
     /// Nothing to give back: every slice of the run is handed out, and each block recycles when
     /// its last slice is freed, in a slot or not.
     #[inline(never)]
@@ -560,9 +564,10 @@ impl<'a> Slots<'a> {
         let slot = self.current(row, shard);
         let total = slices_per_block(row_class_kind(row).0) * blocks;
         let ours = slot_run_value(gid, blocks, total);
-        // AcqRel: as slot_retire's swap (an empty slot publishes nothing, but the elected
-        // installer's claim and swap that follow order themselves). Fails when any take came
-        // after ours (the count moved past `total`), or the run is no longer the slot's.
+        // AcqRel, more than needed: the empty word publishes and acquires nothing (the elected
+        // installer's claim and swap order themselves; a relaxed CAS passes loom model (11),
+        // review of r34), kept as the slot's other swaps, once per run. Fails when any add
+        // came after ours (the count moved past `total`), or the run is no longer the slot's.
         match slot.cas_acq_rel(ours, 0) {
             Ok(_) => true,
             Err(now) => !matches!(slot_parts(now), (Some(g), _) if g == gid && slot_blocks(now) == blocks),

@@ -1543,7 +1543,9 @@ mod real {
         let c = BOOT_SLOT_CLASS;
         assert!(installs_on_demand(c));
         let (g, per) = (group_of(c), slices_per_block(c));
-        model(if trim { PREEMPTIONS_LARGE } else { PREEMPTIONS }, move || {
+        // Two preemptions for both: a trim between the exhauster's add and its CAS needs them
+        // (at one, a vacate that swaps to 0 unconditionally passed; review of r34).
+        model(PREEMPTIONS, move || {
             let blocks = group_blocks_per_segment(g);
             let last = (0..blocks)
                 .map(|b| MEM + b as u64 * group_block_bytes(g) + (per - 1) as u64 * slice_bytes(c));
