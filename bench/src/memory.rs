@@ -129,9 +129,9 @@ pub(crate) fn frag_threads(threads: u64, s: u64, mixed: bool) -> u64 {
 /// Bytes of the units `segment_map` counts as touched.
 const MAP_UNIT_SHIFT: u32 = 16;
 
-/// One line per segment up to the highest holding a pointer or formatted: `seg:group
-/// blocks-out live-MiB/units` (`--frag-map`).
-/// `mem`: the heap's segment 0; `uses`: its segments (`segment_uses`).
+/// One line with an entry per segment up to the highest holding a pointer or formatted:
+/// `seg:group blocks-out live-MiB/units` (`--frag-map`). `mem`: the heap's segment 0;
+/// `uses`: its segments (`segment_uses`); `ptrs`: a round's pointers (0 for a null).
 pub(crate) fn segment_map(
     mem: u64,
     uses: &[SegmentUse],

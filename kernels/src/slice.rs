@@ -4,9 +4,9 @@
 //! `slot_take`): one atomic add per warp both names the run and takes the slices. The warp
 //! whose add exhausts the run installs the next one (for 16..32 B, only if another add came
 //! after it; else it empties the slot, see `installs_on_demand`); warps that find the slot
-//! full or empty wait for that (the first add on an empty slot elects its installer). Freed slices are
-//! counted per block; the free that completes the class's slices per block recycles it, even
-//! while the rest of its run is current.
+//! full or empty wait for that (the first add on an empty slot elects its installer). Freed
+//! slices are counted per block; the free that completes the class's slices per block
+//! recycles it, even while the rest of its run is current.
 
 use crate::arch;
 use crate::atomic::Atom64;
@@ -443,11 +443,11 @@ impl<'a> Slots<'a> {
 
     /// After a fresh take of `got` of the `n` slices asked for from index `start` of the run
     /// (first block `gid`, `blocks` blocks) in slot `shard`: if this take exhausted the run,
-    /// installs the next one, or (`installs_on_demand`, this take got all it asked for and no
-    /// other add came after it) empties the slot for the next taker to install (`vacate`); if the
-    /// install fails for lack of memory, what we took is still good. Returns the slices as at most
-    /// two pieces (a take of up to `RUN_MIN_SLICES_PER_BLOCK` slices spans at most two of the
-    /// run's blocks). A larger take that spans more (`malloc_block`'s) gives back what lies
+    /// installs the next one, or (`installs_on_demand`, this take got all it asked for and
+    /// no other add came after it) empties the slot for the next taker to install
+    /// (`vacate`); if the install fails for lack of memory, what we took is still good.
+    /// Returns the slices as at most two pieces (a take of up to `RUN_MIN_SLICES_PER_BLOCK`
+    /// slices spans at most two of the run's blocks). A larger take that spans more (`malloc_block`'s) gives back what lies
     /// past the second block: those slices count as handed out and freed.
     #[inline(always)]
     fn took(
@@ -556,9 +556,8 @@ impl<'a> Slots<'a> {
     /// the next run (see `installs_on_demand`). False when another add came after ours on the
     /// run (its count went past its slices: a taker that now waits, or a stealer): the caller
     /// installs now. True when the slot moved on without us (a trim retired the run; a taker
-    /// may be installing).
-    /// Nothing to give back: every slice of the run is handed out, and each block recycles when
-    /// its last slice is freed, in a slot or not.
+    /// may be installing). Nothing to give back: every slice of the run is handed out, and
+    /// each block recycles when its last slice is freed, in a slot or not.
     #[inline(never)]
     fn vacate(&self, row: usize, shard: u32, gid: u64, blocks: u32) -> bool {
         let slot = self.current(row, shard);
