@@ -8,7 +8,7 @@ use veballoc::Gpu;
 
 use crate::memory::{ChurnPoint, UtilPoint};
 use crate::peers::{Peer, PeerRun};
-use crate::report::{FragPoint, OomPoint};
+use crate::report::{FragMap, FragPoint, OomPoint};
 use crate::Cli;
 
 /// Threads per block, as in the protocol.
@@ -76,6 +76,7 @@ pub(crate) struct Bench {
     pub(crate) cli: Cli,
     pub(crate) points: Vec<Point>,
     pub(crate) frag: Vec<FragPoint>,
+    pub(crate) frag_maps: Vec<FragMap>,
     pub(crate) oom: Vec<OomPoint>,
     pub(crate) util: Vec<UtilPoint>,
     pub(crate) churn: Vec<ChurnPoint>,

@@ -20,11 +20,11 @@ use veballoc::SEGMENT_BYTES;
 
 use crate::common::{Bench, Res, Sizes};
 use crate::memory::{
-    churn_alloc_share, frag_threads, segment_map, threshold, ChurnLaw, ChurnPoint, UtilPoint,
+    churn_alloc_share, frag_threads, map_line, segment_rows, threshold, ChurnLaw, ChurnPoint, UtilPoint,
     CHURN_FREE_SHARE, CHURN_LAW, CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX,
     UTIL_BATCHES, UTIL_BATCHES_AFTER_NULL, UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
 };
-use crate::report::{FragPoint, OomPoint, Record};
+use crate::report::{FragMap, FragPoint, OomPoint, Record};
 use crate::{Cli, Cmd};
 
 /// The CPU model's heap unless --heap-gib says otherwise: 1/8 of the GPU protocol's 8 GiB.
@@ -227,11 +227,12 @@ pub(crate) fn frag_point(
     n: u64,
     rounds: u32,
     map: bool,
-) -> Res<Vec<FragPoint>> {
+) -> Res<(Vec<FragPoint>, Option<FragMap>)> {
     let per = sizes.per_thread(n);
     let size_of = |i: usize| per.as_ref().map_or(sizes.label(), |v| v[i] as u64);
     let live: u64 = (0..n as usize).map(size_of).sum();
     let heap = sim.heap(heap_bytes);
+    let mut seg_map = None;
     let ptrs = words(n);
     let mut out = Vec::new();
     for round in 0..rounds.max(1) {
@@ -246,7 +247,14 @@ pub(crate) fn frag_point(
         let got: Vec<u64> = ptrs.iter().map(|p| p.load(Relaxed)).collect();
         let (range, nulls) = Bench::range_of(&got, size_of);
         if map && round == 0 {
-            println!("{}", segment_map(heap.heap().mem, &heap.heap().segment_uses(), &got, size_of));
+            let segments = segment_rows(heap.heap().mem, &heap.heap().segment_uses(), &got, size_of);
+            println!("{}", map_line(&segments));
+            seg_map = Some(FragMap {
+                size: sizes.label(),
+                mixed: matches!(sizes, Sizes::Mixed(_)),
+                threads: n,
+                segments,
+            });
         }
         sim.launch(n, |lo, hi| {
             for p in &ptrs[lo as usize..hi as usize] {
@@ -270,7 +278,7 @@ pub(crate) fn frag_point(
         });
     }
     check_empty(&heap, &format!("frag {}", sizes.label()))?;
-    Ok(out)
+    Ok((out, seg_map))
 }
 
 /// `oom` at one size: 1.1x more requests of `size` than fit in a heap of `heap_bytes`, in
@@ -541,6 +549,7 @@ pub(crate) struct CpuModel {
     pub(crate) cli: Cli,
     pub(crate) info: CpuModelInfo,
     pub(crate) frag: Vec<FragPoint>,
+    pub(crate) frag_maps: Vec<FragMap>,
     pub(crate) oom: Vec<OomPoint>,
     pub(crate) util: Vec<UtilPoint>,
     pub(crate) churn: Vec<ChurnPoint>,
@@ -548,7 +557,15 @@ pub(crate) struct CpuModel {
 
 impl CpuModel {
     pub(crate) fn new(cli: Cli, info: CpuModelInfo) -> CpuModel {
-        CpuModel { cli, info, frag: Vec::new(), oom: Vec::new(), util: Vec::new(), churn: Vec::new() }
+        CpuModel {
+            cli,
+            info,
+            frag: Vec::new(),
+            frag_maps: Vec::new(),
+            oom: Vec::new(),
+            util: Vec::new(),
+            churn: Vec::new(),
+        }
     }
 
     fn sim(&self) -> Sim {
@@ -580,7 +597,8 @@ impl CpuModel {
             eprint!("  [frag {s} x {n}] ...\r");
             let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
             let t = Instant::now();
-            let pts = frag_point(self.sim(), heap, sizes, n, self.cli.rounds, self.cli.frag_map)?;
+            let (pts, seg_map) = frag_point(self.sim(), heap, sizes, n, self.cli.rounds, self.cli.frag_map)?;
+            self.frag_maps.extend(seg_map);
             let ms = t.elapsed().as_secs_f64() * 1e3;
             let max = pts.iter().map(|p| p.ratio).fold(0.0, f64::max);
             let nulls = pts.iter().map(|p| p.nulls).max().unwrap_or(0);
@@ -715,6 +733,7 @@ impl CpuModel {
             heap_bytes: self.info.heap_bytes,
             points: &[],
             frag: &self.frag,
+            frag_maps: &self.frag_maps,
             oom: &self.oom,
             util: &self.util,
             churn: &self.churn,
@@ -851,7 +870,7 @@ mod tests {
     #[test]
     fn frag_rounds_measure_the_range() {
         let n = 4096;
-        let pts = frag_point(SIM, SMALL_HEAP, Sizes::Fixed(64), n, 3, false).unwrap();
+        let pts = frag_point(SIM, SMALL_HEAP, Sizes::Fixed(64), n, 3, false).unwrap().0;
         assert_eq!(pts.len(), 3);
         // The range covers the live bytes and lies in the heap. (Where in a segment the
         // blocks of a few thousand requests land depends on which warp claims first: racing
@@ -863,7 +882,12 @@ mod tests {
         }
         // Mixed sizes 16..512 B span six slice classes, each formatting its own segment.
         let heap = 8 * SEGMENT_BYTES;
-        let m = &frag_point(SIM, heap, Sizes::Mixed(512), n, 1, false).unwrap()[0];
+        let (pts, map) = frag_point(SIM, heap, Sizes::Mixed(512), n, 1, true).unwrap();
+        let m = &pts[0];
+        // The map holds every live byte, in the segments the range spans.
+        let map = map.expect("a map with --frag-map");
+        assert_eq!(map.segments.iter().map(|r| r.live_bytes).sum::<u64>(), m.live_bytes);
+        assert!(map.segments.iter().filter(|r| r.live_bytes > 0).all(|r| r.kind.starts_with('g')));
         let most = heap as f64 / m.live_bytes as f64;
         assert!(
             m.mixed && m.ratio >= 1.0 && m.ratio <= most && m.nulls == 0,
@@ -900,6 +924,39 @@ mod tests {
         let last = pts.last().unwrap();
         assert!(last.nulls_total > 0, "a full one-segment heap returns nulls");
         assert!(last.first_null_live_share.is_some_and(|s| (0.0..=1.0).contains(&s)));
+    }
+
+    #[test]
+    fn frag_map_is_saved_as_csv_and_one_plot_a_point() {
+        let out = std::env::temp_dir().join(format!("vb-frag-map-{}", std::process::id()));
+        let arg = |s: &str| s.to_string();
+        let cli = Cli::try_parse_from([
+            arg("veballoc-bench"),
+            arg("frag"),
+            arg("--frag-map"),
+            arg("--rounds"),
+            arg("1"),
+            arg("--out"),
+            out.display().to_string(),
+        ])
+        .unwrap();
+        let info = CpuModelInfo {
+            heap_bytes: 8 * SEGMENT_BYTES,
+            threads: 4096,
+            os_threads: SIM.os_threads,
+            shards: SIM.shards,
+            ..settings(&cli, &|_| false, "cpu".into())
+        };
+        let mut m = CpuModel::new(cli, info);
+        m.frag(vec![64]).unwrap();
+        assert_eq!(m.frag_maps.len(), 1 + FRAG_MIXED_MAXIMA.len(), "a map a point");
+        m.results().save("frag").unwrap();
+        let csv = std::fs::read_to_string(out.join("frag-frag-map.csv")).unwrap();
+        assert!(csv.lines().nth(2).is_some_and(|l| l.starts_with("64,false,4096,")), "{csv}");
+        assert!(
+            out.join("frag-frag-map-64.svg").exists() && out.join("frag-frag-map-mixed-512.svg").exists()
+        );
+        std::fs::remove_dir_all(&out).ok();
     }
 
     #[test]

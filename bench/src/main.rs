@@ -268,6 +268,7 @@ fn main() {
         cli,
         points: Vec::new(),
         frag: Vec::new(),
+        frag_maps: Vec::new(),
         oom: Vec::new(),
         util: Vec::new(),
         churn: Vec::new(),

@@ -12,7 +12,7 @@ use veballoc::Heap;
 
 use crate::common::{Bench, Res, Sizes, BLOCK, MIXED_MIN};
 use crate::peers::PeerCmd;
-use crate::report::{FragPoint, OomPoint};
+use crate::report::{FragMap, FragPoint, OomPoint, SegRow};
 
 /// Largest slice size: single sizes above it run `frag` at `FRAG_LARGE_THREADS` threads.
 pub(crate) const SLICE_MAX: u64 = 4096;
@@ -129,15 +129,15 @@ pub(crate) fn frag_threads(threads: u64, s: u64, mixed: bool) -> u64 {
 /// Bytes of the units `segment_map` counts as touched.
 const MAP_UNIT_SHIFT: u32 = 16;
 
-/// One line with an entry per segment up to the highest holding a pointer or formatted:
-/// `seg:group blocks-out live-MiB/units` (`--frag-map`). `mem`: the heap's segment 0;
-/// `uses`: its segments (`segment_uses`); `ptrs`: a round's pointers (0 for a null).
-pub(crate) fn segment_map(
+/// Each segment up to the highest holding a pointer or formatted: its kind, blocks out, and
+/// the requested bytes and 64 KiB units of `ptrs` (a round's pointers, 0 for a null) in it
+/// (`--frag-map`). `mem`: the heap's segment 0; `uses`: its segments (`segment_uses`).
+pub(crate) fn segment_rows(
     mem: u64,
     uses: &[SegmentUse],
     ptrs: &[u64],
     size_of: impl Fn(usize) -> u64,
-) -> String {
+) -> Vec<SegRow> {
     use std::collections::BTreeSet;
     use veballoc::kernels::segment::SegKind;
     let shift = veballoc::kernels::SEGMENT_SHIFT;
@@ -149,16 +149,40 @@ pub(crate) fn segment_map(
         units.insert(off >> MAP_UNIT_SHIFT);
     }
     let top = (0..uses.len()).rev().find(|&s| live[s] != 0 || uses[s].kind != SegKind::Free).unwrap_or(0);
+    let per_seg = 1u64 << (shift - MAP_UNIT_SHIFT);
+    uses.iter()
+        .enumerate()
+        .take(top + 1)
+        .map(|(s, u)| SegRow {
+            segment: s as u32,
+            kind: match u.kind {
+                SegKind::Group(g) => format!("g{g}"),
+                SegKind::Free => "free".into(),
+                other => format!("{other:?}"),
+            },
+            blocks_out: u.blocks_out,
+            block_bytes: match u.kind {
+                SegKind::Group(g) => veballoc::kernels::block::group_block_bytes(g),
+                _ => 0,
+            },
+            live_bytes: live[s],
+            units: units.range(s as u64 * per_seg..(s as u64 + 1) * per_seg).count() as u64,
+        })
+        .collect()
+}
+
+/// `segment_rows` as one line: `seg:kind blocks-out live-MiB/units` per segment.
+pub(crate) fn map_line(rows: &[SegRow]) -> String {
     let mut out = String::from("    map (seg:group blocks-out live-MiB/64KiB-units):");
-    for (s, u) in uses.iter().enumerate().take(top + 1) {
-        let per_seg = 1u64 << (shift - MAP_UNIT_SHIFT);
-        let touched = units.range(s as u64 * per_seg..(s as u64 + 1) * per_seg).count();
-        let kind = match u.kind {
-            SegKind::Group(g) => format!("g{g}"),
-            SegKind::Free => "free".into(),
-            other => format!("{other:?}"),
-        };
-        out += &format!(" | {s}:{kind} {} {:.1}/{touched}", u.blocks_out, live[s] as f64 / MIB as f64);
+    for r in rows {
+        out += &format!(
+            " | {}:{} {} {:.1}/{}",
+            r.segment,
+            r.kind,
+            r.blocks_out,
+            r.live_bytes as f64 / MIB as f64,
+            r.units
+        );
     }
     out
 }
@@ -265,7 +289,9 @@ impl Bench {
                 let (range, nulls) = Self::range_of(&got, size_of);
                 vb_nulls = vb_nulls.max(nulls);
                 if self.cli.frag_map && round == 0 {
-                    println!("{}", segment_map(heap.handle().mem, &heap.segment_uses()?, &got, size_of));
+                    let segments = segment_rows(heap.handle().mem, &heap.segment_uses()?, &got, size_of);
+                    println!("{}", map_line(&segments));
+                    self.frag_maps.push(FragMap { size: s, mixed, threads: n, segments });
                 }
                 // SAFETY: as above (vb_free skips nulls).
                 unsafe { self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])? };
@@ -664,7 +690,7 @@ mod tests {
     use veballoc::kernels::segment::SegKind;
 
     #[test]
-    fn segment_map_counts_live_bytes_and_units_per_segment_up_to_the_last_in_use() {
+    fn segment_rows_count_live_bytes_and_units_per_segment_up_to_the_last_in_use() {
         let mem = 1u64 << 40;
         let seg = 1u64 << veballoc::kernels::SEGMENT_SHIFT;
         let use_of = |kind, blocks_out| SegmentUse { kind, blocks_out };
@@ -676,7 +702,13 @@ mod tests {
         ];
         // Two pointers in segment 0's first 64 KiB unit, one past it; one in segment 2; a null.
         let ptrs = [mem, mem + 16, mem + (1 << 16), mem + 2 * seg + 4096, 0];
-        let map = segment_map(mem, &uses, &ptrs, |_| 1 << 19);
+        let rows = segment_rows(mem, &uses, &ptrs, |_| 1 << 19);
+        assert_eq!(rows.len(), 3, "up to the last segment in use: {rows:?}");
+        assert_eq!(
+            (rows[0].live_bytes, rows[0].units, rows[2].live_bytes, rows[2].units),
+            (3 << 19, 2, 1 << 19, 1)
+        );
+        let map = map_line(&rows);
         assert!(map.ends_with(" | 0:g0 2 1.5/2 | 1:free 0 0.0/0 | 2:g2 1 0.5/1"), "{map}");
     }
 

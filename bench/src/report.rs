@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::common::{Bench, Point, Res, BLOCK};
+use crate::common::{Bench, Point, Res, BLOCK, MIXED_MIN};
 use crate::cpu_model::CpuModelInfo;
 use crate::memory::{ChurnPoint, UtilPoint};
 use crate::peers::PeerRun;
@@ -28,6 +28,9 @@ pub(crate) struct Report<'a> {
     pub(crate) boot: bool,
     pub(crate) points: &'a [Point],
     pub(crate) frag: &'a [FragPoint],
+    /// `frag --frag-map`'s maps (absent without it).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(crate) frag_maps: &'a [FragMap],
     pub(crate) oom: &'a [OomPoint],
     pub(crate) util: &'a [UtilPoint],
     pub(crate) churn: &'a [ChurnPoint],
@@ -54,6 +57,7 @@ pub(crate) struct Record<'a> {
     pub(crate) heap_bytes: u64,
     pub(crate) points: &'a [Point],
     pub(crate) frag: &'a [FragPoint],
+    pub(crate) frag_maps: &'a [FragMap],
     pub(crate) oom: &'a [OomPoint],
     pub(crate) util: &'a [UtilPoint],
     pub(crate) churn: &'a [ChurnPoint],
@@ -111,6 +115,30 @@ pub(crate) fn ratios(points: &[Point]) -> Vec<Ratio> {
     out
 }
 
+/// One segment of a `frag` point's map (`--frag-map`), after round 0.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub(crate) struct SegRow {
+    pub(crate) segment: u32,
+    /// "g<group>", "free", or the table's other kinds.
+    pub(crate) kind: String,
+    pub(crate) blocks_out: u32,
+    /// Bytes of one of the segment's blocks (0 when it serves no group).
+    pub(crate) block_bytes: u64,
+    /// Requested bytes of the round's pointers in the segment.
+    pub(crate) live_bytes: u64,
+    /// 64 KiB units of the segment that hold at least one of them.
+    pub(crate) units: u64,
+}
+
+/// Where one `frag` point's range went: its segments up to the highest in use.
+#[derive(Serialize, Clone)]
+pub(crate) struct FragMap {
+    pub(crate) size: u64,
+    pub(crate) mixed: bool,
+    pub(crate) threads: u64,
+    pub(crate) segments: Vec<SegRow>,
+}
+
 /// Address range handed out vs live bytes after one alloc round.
 #[derive(Serialize, Clone)]
 pub(crate) struct FragPoint {
@@ -162,6 +190,7 @@ impl Bench {
             heap_bytes: self.cli.heap_gib << 30,
             points: &self.points,
             frag: &self.frag,
+            frag_maps: &self.frag_maps,
             oom: &self.oom,
             util: &self.util,
             churn: &self.churn,
@@ -190,6 +219,7 @@ impl Record<'_> {
             boot: self.cpu_model.is_none() && veballoc::boot_requested(),
             points: self.points,
             frag: self.frag,
+            frag_maps: self.frag_maps,
             oom: self.oom,
             util: self.util,
             churn: self.churn,
@@ -222,6 +252,27 @@ impl Record<'_> {
                 );
             }
             std::fs::write(self.cli.out.join(format!("{name}-frag.csv")), t)?;
+        }
+        if !self.frag_maps.is_empty() {
+            let mut t = head.clone()
+                + "size,mixed,threads,segment,kind,blocks_out,block_bytes,live_bytes,units_64k\n";
+            for m in self.frag_maps.iter() {
+                for r in &m.segments {
+                    t += &format!(
+                        "{},{},{},{},{},{},{},{},{}\n",
+                        m.size,
+                        m.mixed,
+                        m.threads,
+                        r.segment,
+                        r.kind,
+                        r.blocks_out,
+                        r.block_bytes,
+                        r.live_bytes,
+                        r.units
+                    );
+                }
+            }
+            std::fs::write(self.cli.out.join(format!("{name}-frag-map.csv")), t)?;
         }
         if !self.oom.is_empty() {
             let mut t = head.clone() + "allocator,size,threads,served,heap_bytes,share,ms\n";
@@ -503,6 +554,35 @@ impl Record<'_> {
                     Ok(()) => made.push(format!("{name}-{file}.svg")),
                     Err(e) => eprintln!("warning: plot {name}-{file}.svg: {e}"),
                 }
+            }
+        }
+        // `--frag-map`: per point, what each segment holds (one plot a point).
+        for m in self.frag_maps.iter() {
+            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+            let ss = [
+                plot::Series {
+                    label: "blocks out (MiB)".into(),
+                    points: m
+                        .segments
+                        .iter()
+                        .map(|r| (r.segment as f64, mib(r.blocks_out as u64 * r.block_bytes)))
+                        .collect(),
+                    dashed: true,
+                },
+                plot::Series {
+                    label: "requested bytes live (MiB)".into(),
+                    points: m.segments.iter().map(|r| (r.segment as f64, mib(r.live_bytes))).collect(),
+                    dashed: false,
+                },
+            ];
+            let what = if m.mixed { format!("mixed-{}", m.size) } else { m.size.to_string() };
+            let file = format!("{name}-frag-map-{what}.svg");
+            let sizes =
+                if m.mixed { format!("sizes {MIXED_MIN}..{} B", m.size) } else { format!("{} B", m.size) };
+            let title = format!("frag, first round, {sizes} x {}: each segment ({})", m.threads, self.device);
+            match plot::draw_xy(&self.cli.out.join(&file), &title, "segment", "MiB", false, false, &ss) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
             }
         }
         made
