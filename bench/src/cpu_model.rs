@@ -20,9 +20,9 @@ use veballoc::SEGMENT_BYTES;
 
 use crate::common::{Bench, Res, Sizes};
 use crate::memory::{
-    churn_alloc_share, frag_threads, map_line, segment_rows, threshold, ChurnLaw, ChurnPoint, UtilPoint,
-    CHURN_FREE_SHARE, CHURN_LAW, CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX,
-    UTIL_BATCHES, UTIL_BATCHES_AFTER_NULL, UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
+    churn_alloc_share, frag_map, frag_threads, threshold, ChurnLaw, ChurnPoint, UtilPoint, CHURN_FREE_SHARE,
+    CHURN_LAW, CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX, UTIL_BATCHES,
+    UTIL_BATCHES_AFTER_NULL, UTIL_MAX_BATCHES, UTIL_SEED, UTIL_SEED_SHIFT,
 };
 use crate::report::{FragMap, FragPoint, OomPoint, Record};
 use crate::{Cli, Cmd};
@@ -247,14 +247,8 @@ pub(crate) fn frag_point(
         let got: Vec<u64> = ptrs.iter().map(|p| p.load(Relaxed)).collect();
         let (range, nulls) = Bench::range_of(&got, size_of);
         if map && round == 0 {
-            let segments = segment_rows(heap.heap().mem, &heap.heap().segment_uses(), &got, size_of);
-            println!("{}", map_line(&segments));
-            seg_map = Some(FragMap {
-                size: sizes.label(),
-                mixed: matches!(sizes, Sizes::Mixed(_)),
-                threads: n,
-                segments,
-            });
+            let h = heap.heap();
+            seg_map = Some(frag_map(h.mem, &h.segment_uses(), &got, size_of, sizes, n));
         }
         sim.launch(n, |lo, hi| {
             for p in &ptrs[lo as usize..hi as usize] {

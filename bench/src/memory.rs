@@ -132,12 +132,7 @@ const MAP_UNIT_SHIFT: u32 = 16;
 /// Each segment up to the highest holding a pointer or formatted: its kind, blocks out, and
 /// the requested bytes and 64 KiB units of `ptrs` (a round's pointers, 0 for a null) in it
 /// (`--frag-map`). `mem`: the heap's segment 0; `uses`: its segments (`segment_uses`).
-pub(crate) fn segment_rows(
-    mem: u64,
-    uses: &[SegmentUse],
-    ptrs: &[u64],
-    size_of: impl Fn(usize) -> u64,
-) -> Vec<SegRow> {
+fn segment_rows(mem: u64, uses: &[SegmentUse], ptrs: &[u64], size_of: impl Fn(usize) -> u64) -> Vec<SegRow> {
     use std::collections::BTreeSet;
     use veballoc::kernels::segment::SegKind;
     let shift = veballoc::kernels::SEGMENT_SHIFT;
@@ -153,26 +148,41 @@ pub(crate) fn segment_rows(
     uses.iter()
         .enumerate()
         .take(top + 1)
-        .map(|(s, u)| SegRow {
-            segment: s as u32,
-            kind: match u.kind {
-                SegKind::Group(g) => format!("g{g}"),
-                SegKind::Free => "free".into(),
-                other => format!("{other:?}"),
-            },
-            blocks_out: u.blocks_out,
-            block_bytes: match u.kind {
-                SegKind::Group(g) => veballoc::kernels::block::group_block_bytes(g),
-                _ => 0,
-            },
-            live_bytes: live[s],
-            units: units.range(s as u64 * per_seg..(s as u64 + 1) * per_seg).count() as u64,
+        .map(|(s, u)| {
+            let (kind, block_bytes) = match u.kind {
+                SegKind::Group(g) => (format!("g{g}"), veballoc::kernels::block::group_block_bytes(g)),
+                SegKind::Free => ("free".into(), 0),
+                other => (format!("{other:?}"), 0),
+            };
+            SegRow {
+                segment: s as u32,
+                kind,
+                blocks_out: u.blocks_out,
+                block_bytes,
+                live_bytes: live[s],
+                units: units.range(s as u64 * per_seg..(s as u64 + 1) * per_seg).count() as u64,
+            }
         })
         .collect()
 }
 
+/// The map of a `frag` point of `sizes` at `threads` after its round 0 (`segment_rows`),
+/// printed as one line (`map_line`), for the GPU harness and the CPU model alike.
+pub(crate) fn frag_map(
+    mem: u64,
+    uses: &[SegmentUse],
+    ptrs: &[u64],
+    size_of: impl Fn(usize) -> u64,
+    sizes: Sizes,
+    threads: u64,
+) -> FragMap {
+    let segments = segment_rows(mem, uses, ptrs, size_of);
+    println!("{}", map_line(&segments));
+    FragMap { size: sizes.label(), mixed: matches!(sizes, Sizes::Mixed(_)), threads, segments }
+}
+
 /// `segment_rows` as one line: `seg:kind blocks-out live-MiB/units` per segment.
-pub(crate) fn map_line(rows: &[SegRow]) -> String {
+fn map_line(rows: &[SegRow]) -> String {
     let mut out = String::from("    map (seg:group blocks-out live-MiB/64KiB-units):");
     for r in rows {
         out += &format!(
@@ -289,9 +299,8 @@ impl Bench {
                 let (range, nulls) = Self::range_of(&got, size_of);
                 vb_nulls = vb_nulls.max(nulls);
                 if self.cli.frag_map && round == 0 {
-                    let segments = segment_rows(heap.handle().mem, &heap.segment_uses()?, &got, size_of);
-                    println!("{}", map_line(&segments));
-                    self.frag_maps.push(FragMap { size: s, mixed, threads: n, segments });
+                    let uses = heap.segment_uses()?;
+                    self.frag_maps.push(frag_map(heap.handle().mem, &uses, &got, size_of, sizes, n));
                 }
                 // SAFETY: as above (vb_free skips nulls).
                 unsafe { self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])? };

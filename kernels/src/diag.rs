@@ -100,9 +100,9 @@ impl DeviceHeap {
     /// Every segment's [`SegmentUse`], in address order, on a quiescent heap: where a burst's
     /// range went (`veballoc-bench frag --frag-map`).
     pub fn segment_uses(&self) -> std::vec::Vec<SegmentUse> {
+        let segs = self.segments();
         (0..self.layout().num_segments)
             .map(|seg| {
-                let segs = self.segments();
                 // Acquire: as in `occupancy` (a quiescent heap: any order reads the last write).
                 let kind = seg_kind(segs.seg_table(seg).load_acquire());
                 // Acquire: as above.

@@ -447,8 +447,9 @@ impl<'a> Slots<'a> {
     /// no other add came after it) empties the slot for the next taker to install
     /// (`vacate`); if the install fails for lack of memory, what we took is still good.
     /// Returns the slices as at most two pieces (a take of up to `RUN_MIN_SLICES_PER_BLOCK`
-    /// slices spans at most two of the run's blocks). A larger take that spans more (`malloc_block`'s) gives back what lies
-    /// past the second block: those slices count as handed out and freed.
+    /// slices spans at most two of the run's blocks). A larger take that spans more
+    /// (`malloc_block`'s) gives back what lies past the second block: those slices count as
+    /// handed out and freed.
     #[inline(always)]
     fn took(
         &self,
