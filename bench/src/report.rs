@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::common::{Bench, Point, Res, BLOCK, MIXED_MIN};
 use crate::cpu_model::CpuModelInfo;
-use crate::memory::{ChurnPoint, UtilPoint};
+use crate::memory::{ChurnPoint, UtilPoint, MIB};
 use crate::peers::PeerRun;
 use crate::plot;
 use crate::Cli;
@@ -532,6 +532,20 @@ impl Record<'_> {
                 &ss,
             );
         }
+        // Draws one plot on linear axes from 0 (after `emit`'s last use: both push to `made`).
+        let mut emit_linear =
+            |file: String, title: &str, x: &str, y: &str, ss: &[plot::Series]| match plot::draw_xy(
+                &self.cli.out.join(&file),
+                title,
+                x,
+                y,
+                false,
+                false,
+                ss,
+            ) {
+                Ok(()) => made.push(file),
+                Err(e) => eprintln!("warning: plot {file}: {e}"),
+            };
         if !self.churn.is_empty() {
             let rounds: Vec<_> =
                 self.churn.iter().filter(|c| c.alloc_share > 0.0 || c.live_bytes > 0).collect();
@@ -549,16 +563,12 @@ impl Record<'_> {
             for (file, what, y, s) in
                 [("churn", "live share", "% of the heap", live), ("churn-nulls", "nulls", "nulls", nulls)]
             {
-                let path = self.cli.out.join(format!("{name}-{file}.svg"));
-                match plot::draw_xy(&path, &title(what), "round", y, false, false, &[s]) {
-                    Ok(()) => made.push(format!("{name}-{file}.svg")),
-                    Err(e) => eprintln!("warning: plot {name}-{file}.svg: {e}"),
-                }
+                emit_linear(format!("{name}-{file}.svg"), &title(what), "round", y, &[s]);
             }
         }
         // `--frag-map`: per point, what each segment holds (one plot a point).
         for m in self.frag_maps.iter() {
-            let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+            let mib = |b: u64| b as f64 / MIB as f64;
             let ss = [
                 plot::Series {
                     label: "blocks out (MiB)".into(),
@@ -576,14 +586,10 @@ impl Record<'_> {
                 },
             ];
             let what = if m.mixed { format!("mixed-{}", m.size) } else { m.size.to_string() };
-            let file = format!("{name}-frag-map-{what}.svg");
             let sizes =
                 if m.mixed { format!("sizes {MIXED_MIN}..{} B", m.size) } else { format!("{} B", m.size) };
             let title = format!("frag, first round, {sizes} x {}: each segment ({})", m.threads, self.device);
-            match plot::draw_xy(&self.cli.out.join(&file), &title, "segment", "MiB", false, false, &ss) {
-                Ok(()) => made.push(file),
-                Err(e) => eprintln!("warning: plot {file}: {e}"),
-            }
+            emit_linear(format!("{name}-frag-map-{what}.svg"), &title, "segment", "MiB", &ss);
         }
         made
     }
