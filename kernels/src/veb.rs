@@ -333,6 +333,14 @@ impl<'a> Veb<'a> {
     /// stepped over) or, with `exact`, by scanning the leaves.
     #[inline(always)]
     fn next_free(&self, x: u64, exact: bool) -> Option<u64> {
+        self.next_free_bits(x, exact).map(|(s, _)| s)
+    }
+
+    /// `next_free`, with the leaf word it found the index in, as loaded, from the index's
+    /// bit up: a claim picks its bits from these instead of loading the word again (one
+    /// dependent load less on every install's claim).
+    #[inline(always)]
+    fn next_free_bits(&self, x: u64, exact: bool) -> Option<(u64, u64)> {
         if exact {
             self.successor_in_leaves(x)
         } else {
@@ -354,7 +362,7 @@ impl<'a> Veb<'a> {
     }
 
     /// `successor` by a linear scan of the leaf words, which are always exact.
-    fn successor_in_leaves(&self, x: u64) -> Option<u64> {
+    fn successor_in_leaves(&self, x: u64) -> Option<(u64, u64)> {
         let l = &self.layout;
         let mut w = x / WORD_BITS;
         let mut mask = !0u64 << (x % WORD_BITS);
@@ -364,7 +372,7 @@ impl<'a> Veb<'a> {
             let bits = self.word(0, w).load_relaxed() & mask;
             if bits != 0 {
                 let found = w * WORD_BITS + bits.trailing_zeros() as u64;
-                return (found < l.universe).then_some(found);
+                return (found < l.universe).then_some((found, bits));
             }
             w += 1;
             mask = !0;
@@ -373,7 +381,7 @@ impl<'a> Veb<'a> {
     }
 
     /// `successor` through the summaries.
-    fn successor_by_summaries(&self, x: u64) -> Option<u64> {
+    fn successor_by_summaries(&self, x: u64) -> Option<(u64, u64)> {
         let l = &self.layout;
         let mut level = 0u32;
         let mut pos = x;
@@ -384,7 +392,7 @@ impl<'a> Veb<'a> {
             let first = self.word(0, 0).load_relaxed();
             let top = self.word(l.levels - 1, 0).load_relaxed();
             if first != 0 {
-                return Some(first.trailing_zeros() as u64);
+                return Some((first.trailing_zeros() as u64, first));
             }
             if top == 0 {
                 return None;
@@ -402,7 +410,7 @@ impl<'a> Veb<'a> {
             if bits != 0 {
                 let found = w * WORD_BITS + bits.trailing_zeros() as u64;
                 if level == 0 {
-                    return Some(found);
+                    return Some((found, bits));
                 }
                 level -= 1;
                 pos = found * WORD_BITS;
@@ -460,11 +468,11 @@ impl<'a> Veb<'a> {
     fn claim_bits_pass(&self, x: u64, spread: u32, k: u32, exact: bool) -> Option<(u64, u64)> {
         let mut from = x;
         loop {
-            let s = self.next_free(from, exact)?;
+            // The leaf word as the search loaded it (relaxed): a hint for which bits to try;
+            // the RMW decides.
+            let (s, mut avail) = self.next_free_bits(from, exact)?;
             let w = s / WORD_BITS;
             let at_or_after = !0u64 << (s % WORD_BITS);
-            // Relaxed: a hint for which bits to try; the RMW decides.
-            let mut avail = self.word(0, w).load_relaxed() & at_or_after;
             let mut tries = 0;
             while avail != 0 && tries < WORD_CLAIM_TRIES {
                 let want = if k == 1 { pick_bit(avail, spread) } else { pick_bits(avail, spread, k) };
