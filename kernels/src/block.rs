@@ -13,7 +13,8 @@
 use crate::atomic::{Atom32, Atom64};
 use crate::class::{is_mask_class, MASK_CLASS0};
 use crate::layout::{
-    blocks_off, masks_off, unit_kinds_off, HeapLayout, BLOCK_MASK_BYTES, BLOCK_META_BYTES, UNITS_PER_SEGMENT,
+    blocks_off, masks_off, unit_kinds_off, HeapLayout, BLOCK_MASK_BYTES, BLOCK_META_BYTES,
+    FORMAT_WORDS_PER_GROUP, UNITS_PER_SEGMENT,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
@@ -164,6 +165,15 @@ impl<'a> GroupTree<'a> {
         self.veb.successor(0).is_none()
     }
 
+    /// Up to `k` consecutive free blocks of the lowest leaf word with one, racers ranked by
+    /// `ticket` (one pass, see `Veb::try_claim_ranked`).
+    #[inline(always)]
+    pub fn try_claim_ranked(&self, ticket: &Atom32, k: u32) -> Option<BlockBatch> {
+        let (word, mask) = self.veb.try_claim_ranked(0, ticket, k)?;
+        let (seg, base) = split_gid(self.gid(word * crate::veb::WORD_BITS));
+        Some(BlockBatch { seg, base, mask })
+    }
+
     /// Up to `k` consecutive free blocks of the lowest leaf word with one (one pass, see
     /// `Veb::try_claim_bits`), racers spread from bit `spread`.
     #[inline(always)]
@@ -219,6 +229,20 @@ pub const MAX_FORMATTERS: u32 = 4;
 /// Blocks that concurrent formatting may put in a group's tree at once: caps the formatters
 /// of many-block classes (one for 16-64 B slices, whose segments hold 64-256 blocks).
 pub const FORMAT_BURST_BLOCKS: u32 = 64;
+
+/// Whether claims of group `g`'s blocks (slot installs, formats' first blocks) are ranked by
+/// the group's ticket (`Veb::try_claim_ranked`) instead of spread by the thread: the group of
+/// 48 and 64 B, whose segment's 64 blocks of 256 KiB are one leaf word. Spread, a burst's
+/// first claims landed all over the segment and its range ran to the segment's end: 1M x 48 B
+/// range / live 1.31-1.33, ranked 1.17-1.28 (64 B 1.21-1.25 -> 1.10-1.19), allocating 2-5%
+/// slower (H200, NOTES r35). Not the others: ranked, 16 and 32 B allocated 5-15% slower
+/// (16 B range 1.21-1.25 -> 1.03-1.22, 24 B 1.33-1.65 -> 1.33-1.42, 32 B 1.25 -> 1.23-1.31),
+/// and the groups whose slots take runs of blocks (128 B up, 32 blocks a segment or fewer)
+/// got no better (256 B worse: 1.01-1.02 -> 1.05-1.13).
+#[inline(always)]
+pub const fn ranks_claims(g: usize) -> bool {
+    group_blocks_per_segment(g) == crate::veb::WORD_BITS as u32
+}
 
 /// Concurrent formatters for group `g`.
 #[inline(always)]
@@ -780,11 +804,29 @@ impl<'a> Blocks<'a> {
     /// blocks that claimers waiting for it want.
     #[inline(always)]
     fn format_lock(&self, g: usize) -> (&'a Atom32, &'a Atom32) {
-        // SAFETY: the layout reserved 2 * NUM_GROUPS words at format_lock_off.
-        let w = unsafe {
-            crate::atomic::words32(self.segs.meta() + self.layout().format_lock_off, 2 * NUM_GROUPS)
-        };
-        (&w[2 * g], &w[2 * g + 1])
+        let w = self.group_words(g);
+        (&w[0], &w[1])
+    }
+
+    /// Group `g`'s claim ticket: racing claims of its blocks draw ranks from it
+    /// (`Veb::try_claim_ranked`).
+    #[inline(always)]
+    fn claim_ticket(&self, g: usize) -> &'a Atom32 {
+        &self.group_words(g)[2]
+    }
+
+    /// Group `g`'s words at `format_lock_off` (see `FORMAT_WORDS_PER_GROUP`).
+    #[inline(always)]
+    fn group_words(&self, g: usize) -> &'a [Atom32] {
+        let per = FORMAT_WORDS_PER_GROUP as usize;
+        // SAFETY: the layout reserved FORMAT_WORDS_PER_GROUP * NUM_GROUPS words at
+        // format_lock_off, and g < NUM_GROUPS.
+        unsafe {
+            crate::atomic::words32(
+                self.segs.meta() + self.layout().format_lock_off + (g * per * 4) as u64,
+                per,
+            )
+        }
     }
 
     /// The reclaim-window counters: reclaims started, reclaims ended. A reclaim's window spans
@@ -859,12 +901,16 @@ impl<'a> Blocks<'a> {
     /// Takes up to `k` blocks (at least one) from the tree of group `g`, in one leaf word,
     /// and counts them out of their segment.
     fn claim_from_tree(&self, g: usize, k: u32) -> Option<BlockBatch> {
-        // Racing claimers spread over the bits of the lowest free word (see claim_spread).
-        let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
         // One pass (no exactness check): claim_blocks retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
         let t0 = crate::trace::now();
-        let got = self.block_tree(g).try_claim_bits(spread, k);
+        let got = if ranks_claims(g) {
+            self.block_tree(g).try_claim_ranked(self.claim_ticket(g), k)
+        } else {
+            // Racing claimers spread over the bits of the lowest free word (see claim_spread).
+            let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
+            self.block_tree(g).try_claim_bits(spread, k)
+        };
         if crate::trace::ON {
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeNs, crate::trace::now() - t0);
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeMisses, got.is_none() as u64);

@@ -95,6 +95,7 @@ pub struct HeapLayout {
     pub block_tree_off: u64,
     pub seg_out_off: u64,
     pub current_off: u64,
+    /// Per group: the formatter semaphore, waiting claimers, claim ticket (32-bit words).
     pub format_lock_off: u64,
     pub counters_off: u64,
     /// The reclaim-sweep word (see `DeviceHeap::reclaim_before_null`).
@@ -140,6 +141,9 @@ const _: () = assert!(SLOT_ROWS <= ROW_TABLE && ROW_TABLE.is_multiple_of(8));
 /// small keep one slot per multiprocessor; 8 GiB: 8 slots for rows of 1 MiB blocks (see
 /// `LARGE_ROW_SHARE_SHIFT`), 32 for 512 KiB, 64 for 256 KiB.
 pub const PIN_SHIFT: u32 = 3;
+/// 32-bit words per group at `format_lock_off`: the formatter semaphore, the waiting
+/// claimers' count, and the claim ticket that ranks racing claimers (`Blocks::claim_ticket`).
+pub const FORMAT_WORDS_PER_GROUP: u64 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
 /// `PIN_SHARES` (`SLOT_ROWS` is 114) may take more than the budget in all: all current blocks
 /// together pin at most `SLOT_ROWS / PIN_SHARES` of it (22% of the heap, with every row in
@@ -223,7 +227,7 @@ impl HeapLayout {
         let current_off = off;
         off += SLOT_ROWS as u64 * shards as u64 * 8;
         let format_lock_off = off;
-        off += align8(2 * NUM_GROUPS as u64 * 4);
+        off += align8(FORMAT_WORDS_PER_GROUP * NUM_GROUPS as u64 * 4);
         let counters_off = off;
         off += counter::COUNT as u64 * 8;
         let sweep_off = off;

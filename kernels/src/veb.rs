@@ -16,7 +16,7 @@
 //! repeats itself over the leaves, which are always exact. So "nothing free" means that every
 //! index was seen taken, and an index freed before a search began is never missed.
 
-use crate::atomic::Atom64;
+use crate::atomic::{Atom32, Atom64};
 
 /// Bits in one node.
 pub const WORD_BITS: u64 = 64;
@@ -132,6 +132,43 @@ fn pick_bits(avail: u64, spread: u32, k: u32) -> u64 {
     let run = if ones >= 64 { u64::MAX } else { (1u64 << ones) - 1 };
     run << first
 }
+
+/// The `n`-th set bit of `x` (from 0, lowest first), `n` below `x.count_ones()`: a binary
+/// search over halves, six steps.
+#[inline(always)]
+fn nth_set_bit(x: u64, n: u32) -> u32 {
+    let (mut x, mut n, mut pos) = (x, n, 0);
+    let mut width = WORD_BITS as u32 / 2;
+    while width > 0 {
+        let low = x & ((1u64 << width) - 1);
+        let c = low.count_ones();
+        if n >= c {
+            (n, x, pos) = (n - c, x >> width, pos + width);
+        } else {
+            x = low;
+        }
+        width /= 2;
+    }
+    pos
+}
+
+/// Up to `k` consecutive set bits of `avail` (non-zero) from its `skip`-th set bit (lowest
+/// first, wrapping round the set bits), never past bit 63: racers that drew `skip`s of
+/// consecutive ranks times `k` take the lowest bits side by side (see `try_claim_ranked`).
+#[inline(always)]
+fn pick_ranked(avail: u64, skip: u32, k: u32) -> u64 {
+    let free = avail.count_ones();
+    // A remainder by a variable, on the claim path only (not `free`'s).
+    let first = nth_set_bit(avail, if skip < free { skip } else { skip % free });
+    let ones = (!(avail >> first)).trailing_zeros().min(k);
+    let run = if ones >= 64 { u64::MAX } else { (1u64 << ones) - 1 };
+    run << first
+}
+
+/// Racers of a ranked claim (`Veb::try_claim_ranked`) draw ranks modulo this: a claim skips
+/// at most `RANK_SPAN - 1` runs of free bits below the lowest, and up to this many racers that
+/// saw one word take distinct bits of it.
+pub const RANK_SPAN: u32 = 16;
 
 /// A tree over borrowed words.
 #[derive(Clone, Copy)]
@@ -463,9 +500,37 @@ impl<'a> Veb<'a> {
         self.claim_bits_pass(x, spread, k, false)
     }
 
+    /// Like `try_claim_bits`, but racers draw a rank from `ticket` (any counter the racers
+    /// share) instead of a spread: rank `r` takes up to `k` consecutive free bits from the
+    /// `r * k`-th free bit of the word (`r` modulo `RANK_SPAN`). Racers that draw in a row
+    /// take the word's lowest bits side by side, where spreads scattered them over all 64
+    /// (a burst's blocks then reached a segment's end while its middle stayed free); the
+    /// ticket's RMW is issued before the search's loads, so it adds no latency of its own.
+    /// (Spreading the tries lost to a racer of the same rank, so that a wave of more racers
+    /// than ranks would not meet again, lost the range gained at 48 B and saved none of the
+    /// cost, r35.)
+    #[inline(never)]
+    pub fn try_claim_ranked(&self, x: u64, ticket: &Atom32, k: u32) -> Option<(u64, u64)> {
+        // Relaxed: a counter that only spreads racers' picks; nothing is published through it.
+        let t = ticket.fetch_add_relaxed(1);
+        self.claim_bits_pass_with(x, false, |avail| pick_ranked(avail, (t % RANK_SPAN) * k, k))
+    }
+
     /// One pass of `try_claim_bits` (`exact`: search the leaves, see `next_free`).
     #[inline(always)]
     fn claim_bits_pass(&self, x: u64, spread: u32, k: u32, exact: bool) -> Option<(u64, u64)> {
+        self.claim_bits_pass_with(x, exact, |avail| {
+            if k == 1 {
+                pick_bit(avail, spread)
+            } else {
+                pick_bits(avail, spread, k)
+            }
+        })
+    }
+
+    /// One pass of a claim whose bits `pick` chooses among the free ones of a word it is given.
+    #[inline(always)]
+    fn claim_bits_pass_with(&self, x: u64, exact: bool, pick: impl Fn(u64) -> u64) -> Option<(u64, u64)> {
         let mut from = x;
         loop {
             // The leaf word as the search loaded it (relaxed): a hint for which bits to try;
@@ -475,7 +540,7 @@ impl<'a> Veb<'a> {
             let at_or_after = !0u64 << (s % WORD_BITS);
             let mut tries = 0;
             while avail != 0 && tries < WORD_CLAIM_TRIES {
-                let want = if k == 1 { pick_bit(avail, spread) } else { pick_bits(avail, spread, k) };
+                let want = pick(avail);
                 // Acquire: acquire the inserters' writes about these items (their fence and
                 // RMW head a release sequence that every later RMW of the word continues).
                 // Nothing before a claim needs publishing through the word: the release
@@ -740,4 +805,37 @@ pub fn word_position(layout: &VebLayout, i: u32) -> (u32, u64) {
         level += 1;
     }
     (level, (i - layout.offset[level as usize]) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nth_set_bit_counts_from_the_lowest() {
+        for x in [1u64, 0b1011_0000, u64::MAX, 1 << 63, 0x8000_0001_0000_0100, 0x5555_5555_5555_5555] {
+            let mut bits = x;
+            for n in 0..x.count_ones() {
+                assert_eq!(nth_set_bit(x, n), bits.trailing_zeros(), "x {x:#x} n {n}");
+                bits &= bits - 1;
+            }
+        }
+    }
+
+    #[test]
+    fn ranked_picks_lie_side_by_side_and_wrap_round_the_free_bits() {
+        let all = u64::MAX;
+        // Ranks in a row, one bit each: the lowest bits in turn.
+        for r in 0..RANK_SPAN {
+            assert_eq!(pick_ranked(all, r, 1), 1 << r);
+        }
+        // Runs of three: rank r's run starts at the (3r)-th free bit, so the runs tile.
+        assert_eq!(pick_ranked(0b1111_0110, 0, 3), 0b0110, "a run stops at the first taken bit");
+        assert_eq!(pick_ranked(all, 2 * 3, 3), 0b111 << 6);
+        // Fewer free bits than the skip: wraps round them (7 and 4 mod 3 = 1: the second, bit 2).
+        assert_eq!(pick_ranked(0b0010_0110, 7, 1), 1 << 2);
+        assert_eq!(pick_ranked(0b0010_0110, 4, 1), 1 << 2);
+        // Never past bit 63.
+        assert_eq!(pick_ranked(1 << 63 | 1 << 62, 1, 4), 1 << 63);
+    }
 }

@@ -191,3 +191,71 @@ fn threaded_claim_release() {
         assert_eq!(t.claim_from(0), Some(i));
     }
 }
+
+/// Ranked claims (the block trees' installs): claims that draw consecutive tickets take the
+/// lowest free bits side by side, a claim past the span's end wraps, and threads racing with
+/// ranked claims of runs never take one index twice and leave nothing lost.
+#[test]
+fn ranked_claims_take_the_lowest_bits_side_by_side() {
+    use veballoc_kernels::atomic::Atom32;
+    use veballoc_kernels::veb::RANK_SPAN;
+    let (w, l) = storage(4096);
+    let t = Veb::new(&w, l);
+    t.insert_range(64, 128);
+    // Tickets 0..RANK_SPAN drawn one after another, as racers that saw one word would draw
+    // them: rank r takes the r-th free bit of what is left, so the first claims take every
+    // other bit and the word's low part fills before its high one.
+    let ticket = Atom32::new(0);
+    let mut taken = BTreeSet::new();
+    for _ in 0..2 * RANK_SPAN {
+        let (word, bits) = t.try_claim_ranked(0, &ticket, 1).expect("free bits left");
+        assert_eq!(word, 1, "the lowest word with a free bit");
+        assert_eq!(bits.count_ones(), 1);
+        taken.insert(64 + bits.trailing_zeros() as u64);
+    }
+    let highest = *taken.last().unwrap();
+    assert!(highest < 64 + 3 * RANK_SPAN as u64, "{taken:?}: scattered past the span");
+    // Runs: a rank's run starts at its rank times k.
+    let (w2, l2) = storage(4096);
+    let t2 = Veb::new(&w2, l2);
+    t2.insert_range(0, 64);
+    let ticket = Atom32::new(3);
+    assert_eq!(t2.try_claim_ranked(0, &ticket, 4), Some((0, 0b1111 << 12)));
+    // Rank 4 skips 16 free bits: the 12 below rank 3's run and the 4 after it.
+    assert_eq!(t2.try_claim_ranked(0, &ticket, 4), Some((0, 0b1111 << 20)));
+
+    const THREADS: usize = 8;
+    let (w3, l3) = storage(2048);
+    let t3 = Veb::new(&w3, l3);
+    t3.insert_range(0, 2048);
+    let ticket = Atom32::new(0);
+    let owned: Vec<std::sync::atomic::AtomicU8> = (0..2048).map(|_| Default::default()).collect();
+    std::thread::scope(|s| {
+        for th in 0..THREADS {
+            let (t3, owned, ticket) = (&t3, &owned, &ticket);
+            s.spawn(move || {
+                let k = 1 + th as u32 % 4;
+                loop {
+                    // One pass: its None may be transient (a summary clear), the exact
+                    // successor decides.
+                    let Some((word, mut bits)) = t3.try_claim_ranked(0, ticket, k) else {
+                        if t3.successor(0).is_none() {
+                            break;
+                        }
+                        continue;
+                    };
+                    assert!(bits.count_ones() <= k);
+                    while bits != 0 {
+                        let j = word * 64 + bits.trailing_zeros() as u64;
+                        let prev = owned[j as usize].swap(1, std::sync::atomic::Ordering::SeqCst);
+                        assert_eq!(prev, 0, "index {j} handed out twice");
+                        bits &= bits - 1;
+                    }
+                }
+            });
+        }
+    });
+    assert!(owned.iter().all(|o| o.load(std::sync::atomic::Ordering::SeqCst) == 1), "an index was lost");
+    assert_eq!(t3.count(), 0);
+    t3.check().expect("summaries consistent");
+}
