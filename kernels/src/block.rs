@@ -230,8 +230,8 @@ pub const MAX_FORMATTERS: u32 = 4;
 /// of many-block classes (one for 16-64 B slices, whose segments hold 64-256 blocks).
 pub const FORMAT_BURST_BLOCKS: u32 = 64;
 
-/// Whether claims of group `g`'s blocks (slot installs, formats' first blocks) are ranked by
-/// the group's ticket (`Veb::try_claim_ranked`) instead of spread by the thread: the group of
+/// Whether claims of group `g`'s blocks from its tree (slot installs, and the claims of
+/// claimers that wait for a format) are ranked by the group's ticket (`Veb::try_claim_ranked`) instead of spread by the thread: the group of
 /// 48 and 64 B, whose segment's 64 blocks of 256 KiB are one leaf word. Spread, a burst's
 /// first claims landed all over the segment and its range ran to the segment's end: 1M x 48 B
 /// range / live 1.31-1.33, ranked 1.17-1.28 (64 B 1.21-1.25 -> 1.10-1.19), allocating 2-5%
@@ -820,13 +820,11 @@ impl<'a> Blocks<'a> {
     fn group_words(&self, g: usize) -> &'a [Atom32] {
         let per = FORMAT_WORDS_PER_GROUP as usize;
         // SAFETY: the layout reserved FORMAT_WORDS_PER_GROUP * NUM_GROUPS words at
-        // format_lock_off, and g < NUM_GROUPS.
-        unsafe {
-            crate::atomic::words32(
-                self.segs.meta() + self.layout().format_lock_off + (g * per * 4) as u64,
-                per,
-            )
-        }
+        // format_lock_off (a `g` past the groups panics at the slice below).
+        let all = unsafe {
+            crate::atomic::words32(self.segs.meta() + self.layout().format_lock_off, per * NUM_GROUPS)
+        };
+        &all[g * per..][..per]
     }
 
     /// The reclaim-window counters: reclaims started, reclaims ended. A reclaim's window spans

@@ -165,9 +165,11 @@ fn pick_ranked(avail: u64, skip: u32, k: u32) -> u64 {
     run << first
 }
 
-/// Racers of a ranked claim (`Veb::try_claim_ranked`) draw ranks modulo this: a claim skips
-/// at most `RANK_SPAN - 1` runs of free bits below the lowest, and up to this many racers that
-/// saw one word take distinct bits of it.
+/// Racers of a ranked claim (`Veb::try_claim_ranked`) draw ranks modulo this: a claim of `k`
+/// bits skips at most `(RANK_SPAN - 1) * k` free bits (wrapping round the word's free bits),
+/// and up to this many racers that saw one word take distinct bits of it. Claims that come one
+/// after another, not racing, take every other free bit until the ranks wrap; the skipped ones
+/// go to the ranks after (16 such claims in a fresh word: its lowest 31 bits).
 pub const RANK_SPAN: u32 = 16;
 
 /// A tree over borrowed words.
