@@ -1,54 +1,99 @@
-//! The embedded PTX: every kernel the host launches is in it, nothing is left unresolved, and
-//! it assembles for sm_90. That needs `ptxas`: `PTXAS` names it, else it is looked up on PATH
+//! The embedded PTX modules (the runtime's, `PTX`, and the one with the tests' and benchmarks'
+//! kernels, `BENCH_PTX`): every kernel the host launches is in them, nothing is left
+//! unresolved, and they assemble for sm_90. That needs `ptxas`: `PTXAS` names it, else it is looked up on PATH
 //! (scripts/setup.sh installs it in .deps/cuda/bin, which scripts/env.sh puts on PATH); the
 //! test fails without it.
 
 use std::process::Command;
 
-const KERNELS: [&str; 12] = [
+/// The runtime's kernels: what `veballoc::Heap` launches, in `PTX` (and in `BENCH_PTX`).
+const RUNTIME_KERNELS: [&str; 11] = [
+    "veballoc_init",
+    "veballoc_boot",
+    "veballoc_boot_slots",
+    "veballoc_info",
+    "veballoc_trim",
     "veballoc_trim_segments",
+    "veballoc_host_claim",
+    "veballoc_host_release",
+    "veballoc_release_segments",
+    "veballoc_reacquire_segments",
+    "veballoc_layout_without_checks",
+];
+/// Some of the kernels that tests and benchmarks launch: in `BENCH_PTX` only.
+const BENCH_KERNELS: [&str; 10] = [
     "bump_malloc",
     "cuda_malloc",
     "cuda_free",
-    "veballoc_init",
-    "veballoc_trim",
     "vb_malloc",
     "vb_free",
     "vb_write",
     "vb_verify",
     "vb_churn",
     "vb_calloc_realloc",
+    veballoc_kernels::BENCH_PROBE_KERNEL,
 ];
+
+fn has_entry(ptx: &str, k: &str) -> bool {
+    ptx.contains(&format!(".visible .entry {k}("))
+}
 
 #[test]
 fn ptx_has_every_kernel() {
-    for k in KERNELS {
-        assert!(veballoc::PTX.contains(&format!(".visible .entry {k}(")), "kernel {k} missing from the PTX");
+    for (ptx, name) in [(veballoc::PTX, "PTX"), (veballoc::BENCH_PTX, "BENCH_PTX")] {
+        for k in RUNTIME_KERNELS {
+            // The stamp of a build with the checks has the other name.
+            let k = if veballoc::PTX_HAS_CHECKS && k == "veballoc_layout_without_checks" {
+                veballoc_kernels::STAMP_WITH_CHECKS
+            } else {
+                k
+            };
+            assert!(has_entry(ptx, k), "kernel {k} missing from {name}");
+        }
+        assert!(ptx.contains(".target sm_80"));
+        // Whole-program link: no declaration without a body (an unresolved call into core).
+        // Only CUDA's own device malloc/free (the baselines) come from the driver.
+        let driver_provided = |l: &str| l.ends_with(" malloc") || l.ends_with(" free");
+        let unresolved: Vec<&str> =
+            ptx.lines().filter(|l| l.starts_with(".extern") && !driver_provided(l.trim_end())).collect();
+        assert!(unresolved.is_empty(), "unresolved symbols in {name}: {unresolved:?}");
     }
-    assert!(veballoc::PTX.contains(".target sm_80"));
-    // Whole-program link: no declaration without a body (an unresolved call into core).
-    // Only CUDA's own device malloc/free (the baselines) come from the driver.
-    let driver_provided = |l: &str| l.ends_with(" malloc") || l.ends_with(" free");
-    let unresolved: Vec<&str> = veballoc::PTX
+    for k in BENCH_KERNELS {
+        assert!(has_entry(veballoc::BENCH_PTX, k), "kernel {k} missing from BENCH_PTX");
+    }
+}
+
+/// What `Gpu::new` loads, and the driver JIT-compiles on a machine's first run, is the
+/// runtime's kernels alone (every `.entry` of `PTX` is one of them): with the tests' and
+/// benchmarks' kernels the JIT took about 45 s of CPU (sm_90, r35), without them 1.5 s.
+#[test]
+fn the_runtime_ptx_holds_only_the_runtime_kernels() {
+    let entries: Vec<&str> = veballoc::PTX
         .lines()
-        .filter(|l| l.starts_with(".extern") && !driver_provided(l.trim_end()))
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .map(|l| &l[..l.find('(').unwrap_or(l.len())])
         .collect();
-    assert!(unresolved.is_empty(), "unresolved symbols in the PTX: {unresolved:?}");
+    assert_eq!(entries.len(), RUNTIME_KERNELS.len(), "{entries:?}");
+    let stamp = |k: &str| k.starts_with("veballoc_layout_");
+    for e in &entries {
+        assert!(RUNTIME_KERNELS.contains(e) || stamp(e), "{e} in the runtime PTX");
+    }
+    assert!(veballoc::PTX.len() * 2 < veballoc::BENCH_PTX.len(), "the runtime PTX is not much smaller");
 }
 
 #[test]
 fn ptx_uses_gpu_scope_ordered_atomics() {
     // The shim's inline asm, not LLVM's lowering of core atomics (which drops the ordering
     // of RMWs and uses .sys scope): every atomic names its ordering and .gpu scope.
-    for line in veballoc::PTX.lines().map(str::trim).filter(|l| l.starts_with("atom.")) {
+    for line in veballoc::BENCH_PTX.lines().map(str::trim).filter(|l| l.starts_with("atom.")) {
         let ordered = ["atom.relaxed.gpu.", "atom.acquire.gpu.", "atom.release.gpu.", "atom.acq_rel.gpu."];
         assert!(ordered.iter().any(|o| line.starts_with(o)), "atomic without explicit order/scope: {line}");
     }
     // The hot paths: slice take (acquire add on the slot), give-back (release add), installs (swap).
-    assert!(veballoc::PTX.contains("atom.acquire.gpu.add.u64"));
-    assert!(veballoc::PTX.contains("atom.release.gpu.add.u32"));
-    assert!(veballoc::PTX.contains("atom.acq_rel.gpu.exch.b64"));
-    assert!(veballoc::PTX.contains("match.any.sync.b32"));
+    assert!(veballoc::BENCH_PTX.contains("atom.acquire.gpu.add.u64"));
+    assert!(veballoc::BENCH_PTX.contains("atom.release.gpu.add.u32"));
+    assert!(veballoc::BENCH_PTX.contains("atom.acq_rel.gpu.exch.b64"));
+    assert!(veballoc::BENCH_PTX.contains("match.any.sync.b32"));
 }
 
 /// Names the ptxas to use (default: `ptxas` on PATH).
@@ -66,7 +111,7 @@ fn run_ptxas() -> std::process::Output {
     let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
-    std::fs::write(&ptx, veballoc::PTX).unwrap();
+    std::fs::write(&ptx, veballoc::BENCH_PTX).unwrap();
     let ptxas = std::env::var_os(PTXAS_ENV).unwrap_or_else(|| "ptxas".into());
     let out =
         Command::new(&ptxas).args(["-arch=sm_90", "-v", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output();
@@ -101,7 +146,8 @@ fn free_kernel_keeps_its_register_cap() {
     // Free's hot path needs about 20 registers, its rare paths (recycle, whole-block and run
     // frees) up to 100: without the cap they set the kernel's count, and so its occupancy.
     let cap = veballoc_kernels::FREE_KERNEL_REGISTERS;
-    let entry = &veballoc::PTX[veballoc::PTX.find(".visible .entry vb_free(").expect("vb_free")..];
+    let entry =
+        &veballoc::BENCH_PTX[veballoc::BENCH_PTX.find(".visible .entry vb_free(").expect("vb_free")..];
     let head = &entry[..entry.find("\n{").expect("vb_free's body")];
     assert!(head.contains(&format!("\n.maxnreg {cap}")), "vb_free has no .maxnreg {cap}:\n{head}");
     let report = String::from_utf8_lossy(&ptxas().stderr);

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use cust::context::Context as CuContext;
 use cust::device::Device;
@@ -26,8 +26,15 @@ use crate::error::{Context, Error, Result};
 /// the free kernel then under the same cap.)
 pub const DEFAULT_MAX_REGISTERS: u32 = 128;
 
-/// veballoc's kernels, compiled from `kernels/` by build.rs.
+/// veballoc's runtime kernels (heap init, boot and trim, the host pool's claims and releases),
+/// compiled from `kernels/` by build.rs: what [`Gpu::new`] loads, so that a program's first run
+/// on a machine JIT-compiles only these (about 1.5 s of ptxas for sm_90, r35).
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
+/// The runtime's kernels with those that veballoc's tests and benchmarks launch (`vb_malloc`,
+/// `floor_malloc`, ...; `veballoc-kernels` feature `bench-kernels`): [`Gpu::launch`] loads it on
+/// the first launch of a kernel that [`PTX`] lacks (about 45 s of ptxas for sm_90 on a
+/// machine whose driver cache does not hold it yet).
+pub const BENCH_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc-bench.ptx"));
 /// Whether the embedded PTX has the safety checks (the `checks` feature, or a debug build).
 pub const PTX_HAS_CHECKS: bool = option_env!("VEBALLOC_PTX_CHECKS").is_some();
 /// Environment variable naming a PTX file to load instead of the embedded one (another
@@ -39,6 +46,10 @@ struct Inner {
     // after that) releases the context.
     stream: ManuallyDrop<Stream>,
     module: ManuallyDrop<Module>,
+    /// [`BENCH_PTX`], loaded on the first launch of a kernel that `module` lacks.
+    bench: ManuallyDrop<OnceLock<Module>>,
+    /// The JIT's register cap for both modules (0: none).
+    max_registers: u32,
     ctx: CuContext,
     ordinal: u32,
     name: String,
@@ -57,6 +68,7 @@ impl Drop for Inner {
         unsafe {
             ManuallyDrop::drop(&mut self.stream);
             ManuallyDrop::drop(&mut self.module);
+            ManuallyDrop::drop(&mut self.bench);
         }
     }
 }
@@ -208,8 +220,7 @@ impl Gpu {
         let device =
             Device::get_device(ordinal).map_err(|e| Error::NoGpu(format!("no device {ordinal}: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
-        let opts =
-            if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
+        let opts = jit_options(max_registers);
         let module = match std::env::var_os(PTX_FILE_ENV) {
             Some(path) => {
                 let ptx = std::fs::read_to_string(&path)
@@ -230,6 +241,8 @@ impl Gpu {
             inner: Arc::new(Inner {
                 stream: ManuallyDrop::new(stream),
                 module: ManuallyDrop::new(module),
+                bench: ManuallyDrop::new(OnceLock::new()),
+                max_registers,
                 ctx,
                 ordinal,
                 name: device.name().during("cuDeviceGetName")?,
@@ -355,9 +368,7 @@ impl Gpu {
     pub fn load_module(&self, ptx: &str, max_registers: u32) -> Result<Module> {
         check_layout_stamp(ptx, self.checks())?;
         let _on = self.bind()?;
-        let opts =
-            if max_registers > 0 { vec![ModuleJitOption::MaxRegisters(max_registers)] } else { vec![] };
-        Module::from_ptx(ptx, &opts).map_err(Error::PtxLoad)
+        Module::from_ptx(ptx, &jit_options(max_registers)).map_err(Error::PtxLoad)
     }
 
     /// Launches `kernel` of a user's `module` on veballoc's stream (so it is ordered with the
@@ -412,9 +423,29 @@ impl Gpu {
         &self.inner.stream
     }
 
-    /// The loaded module (for the test and benchmark kernels in it).
+    /// veballoc's runtime module ([`PTX`], or the file named by `VEBALLOC_PTX_FILE`).
     pub fn module(&self) -> &Module {
         &self.inner.module
+    }
+
+    /// The module with veballoc's test and benchmark kernels: [`BENCH_PTX`], loaded (and
+    /// JIT-compiled) on the first call; or the runtime module when that has them (a
+    /// `VEBALLOC_PTX_FILE` built with them, as `scripts/ptx-variant.sh` builds).
+    pub fn bench_module(&self) -> Result<&Module> {
+        if let Some(m) = self.inner.bench.get() {
+            return Ok(m);
+        }
+        let _on = self.bind()?;
+        if self.inner.module.get_function(veballoc_kernels::BENCH_PROBE_KERNEL).is_ok() {
+            return Ok(&self.inner.module);
+        }
+        check_layout_stamp(BENCH_PTX, self.checks())?;
+        let opts = jit_options(self.inner.max_registers);
+        let m = Module::from_ptx(BENCH_PTX, &opts).map_err(Error::PtxLoad)?;
+        // Another thread may have loaded it meanwhile: theirs stays, ours drops here (with the
+        // context current).
+        let _ = self.inner.bench.set(m);
+        Ok(self.inner.bench.get().expect("set above"))
     }
 
     /// Launches `kernel` of veballoc's module over `threads` threads, `block` per block.
@@ -423,14 +454,33 @@ impl Gpu {
     /// `args` must point to values whose types and order match the kernel's parameters, and
     /// device memory they name (heaps, buffers) must be this GPU's.
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
+        let module = {
+            let _on = self.bind()?;
+            if self.inner.module.get_function(kernel).is_ok() {
+                &self.inner.module
+            } else {
+                // A test or benchmark kernel (or a name in neither module: the launch below
+                // reports it).
+                self.bench_module()?
+            }
+        };
         // SAFETY: the caller vouches for the arguments.
-        unsafe { self.launch_in(&self.inner.module, kernel, threads, block, args) }
+        unsafe { self.launch_in(module, kernel, threads, block, args) }
     }
 
     /// Waits for all work on the stream; reports errors of kernels that ran on it.
     pub fn sync(&self) -> Result<()> {
         let _on = self.bind()?;
         self.inner.stream.synchronize().during("cuStreamSynchronize (a kernel failed)")
+    }
+}
+
+/// The JIT options of a module capped at `max_registers` per thread (0: no cap).
+fn jit_options(max_registers: u32) -> Vec<ModuleJitOption> {
+    if max_registers > 0 {
+        vec![ModuleJitOption::MaxRegisters(max_registers)]
+    } else {
+        vec![]
     }
 }
 

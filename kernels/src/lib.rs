@@ -44,6 +44,8 @@ pub mod diag;
 
 #[cfg(all(target_arch = "nvptx64", feature = "kernels"))]
 pub mod entry;
+#[cfg(all(target_arch = "nvptx64", feature = "bench-kernels"))]
+pub mod entry_bench;
 
 /// log2 of the segment size.
 pub const SEGMENT_SHIFT: u32 = 24;
@@ -175,6 +177,9 @@ pub use validate::{HeapError, Stats};
 /// and `free` keep the hand-out bitmap, so it must not share a heap with one built without.
 /// The host refuses to load a module whose stamp differs from veballoc's own PTX's.
 pub const STAMP_WITH_CHECKS: &str = "veballoc_layout_with_checks";
+/// A kernel that only a module with the tests' and benchmarks' kernels has (feature
+/// `bench-kernels`, `entry_bench`): how the host tells such a module from the runtime's alone.
+pub const BENCH_PROBE_KERNEL: &str = "vb_malloc";
 /// Name of the stamp kernel in the PTX of an allocator built without the checks.
 pub const STAMP_WITHOUT_CHECKS: &str = "veballoc_layout_without_checks";
 
