@@ -363,3 +363,37 @@ fn gpu_heap_is_usable_from_other_threads() {
     .join()
     .unwrap();
 }
+
+/// A `VEBALLOC_PTX_FILE` with the runtime's kernels alone (`veballoc::PTX`): heaps work on it,
+/// and the module of the tests' and benchmarks' kernels is refused rather than taken from the
+/// embedded `BENCH_PTX`, whose allocator may not be the file's (an A/B run would measure the
+/// wrong build). With the embedded runtime module the bench module loads, once.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_a_runtime_only_ptx_file_refuses_the_bench_kernels() {
+    let path = std::env::temp_dir().join(format!("veballoc-runtime-{}.ptx", std::process::id()));
+    std::fs::write(&path, veballoc::PTX).unwrap();
+    // The GPU tests run one at a time (--test-threads=1): no other test reads the variable.
+    let before = std::env::var_os(veballoc::PTX_FILE_ENV);
+    std::env::set_var(veballoc::PTX_FILE_ENV, &path);
+    let file_gpu = Gpu::new();
+    let refused = file_gpu.as_ref().ok().map(|g| g.bench_module().map(|_| ()));
+    match before {
+        Some(v) => std::env::set_var(veballoc::PTX_FILE_ENV, v),
+        None => std::env::remove_var(veballoc::PTX_FILE_ENV),
+    }
+    std::fs::remove_file(&path).ok();
+    let file_gpu = file_gpu.unwrap();
+    let heap = Heap::new(&file_gpu, SEGMENT_BYTES).unwrap();
+    heap.free(heap.alloc(MIB).unwrap()).unwrap();
+    match refused.expect("Gpu::new on the runtime PTX file") {
+        Err(veballoc::Error::PtxFile(msg)) => assert!(msg.contains("bench-kernels"), "{msg}"),
+        other => panic!("a runtime-only VEBALLOC_PTX_FILE gave {other:?}"),
+    }
+    if std::env::var_os(veballoc::PTX_FILE_ENV).is_none() {
+        let gpu = gpu();
+        let first = gpu.bench_module().unwrap() as *const Module;
+        assert_eq!(gpu.bench_module().unwrap() as *const Module, first, "loaded once");
+        assert!(!std::ptr::eq(first, gpu.module()), "a module of its own");
+    }
+}

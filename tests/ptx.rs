@@ -21,17 +21,21 @@ const RUNTIME_KERNELS: [&str; 11] = [
     "veballoc_layout_without_checks",
 ];
 /// Some of the kernels that tests and benchmarks launch: in `BENCH_PTX` only.
-const BENCH_KERNELS: [&str; 10] = [
+const BENCH_KERNELS: [&str; 14] = [
+    veballoc_kernels::BENCH_PROBE_KERNEL,
     "bump_malloc",
     "cuda_malloc",
     "cuda_free",
-    "vb_malloc",
     "vb_free",
     "vb_write",
     "vb_verify",
     "vb_churn",
     "vb_calloc_realloc",
-    veballoc_kernels::BENCH_PROBE_KERNEL,
+    "vb_malloc_warp",
+    "floor_malloc",
+    "floor_free",
+    "util_fill",
+    "churn_round",
 ];
 
 fn has_entry(ptx: &str, k: &str) -> bool {
@@ -85,9 +89,15 @@ fn the_runtime_ptx_holds_only_the_runtime_kernels() {
 fn ptx_uses_gpu_scope_ordered_atomics() {
     // The shim's inline asm, not LLVM's lowering of core atomics (which drops the ordering
     // of RMWs and uses .sys scope): every atomic names its ordering and .gpu scope.
-    for line in veballoc::BENCH_PTX.lines().map(str::trim).filter(|l| l.starts_with("atom.")) {
-        let ordered = ["atom.relaxed.gpu.", "atom.acquire.gpu.", "atom.release.gpu.", "atom.acq_rel.gpu."];
-        assert!(ordered.iter().any(|o| line.starts_with(o)), "atomic without explicit order/scope: {line}");
+    for ptx in [veballoc::PTX, veballoc::BENCH_PTX] {
+        for line in ptx.lines().map(str::trim).filter(|l| l.starts_with("atom.")) {
+            let ordered =
+                ["atom.relaxed.gpu.", "atom.acquire.gpu.", "atom.release.gpu.", "atom.acq_rel.gpu."];
+            assert!(
+                ordered.iter().any(|o| line.starts_with(o)),
+                "atomic without explicit order/scope: {line}"
+            );
+        }
     }
     // The hot paths: slice take (acquire add on the slot), give-back (release add), installs (swap).
     assert!(veballoc::BENCH_PTX.contains("atom.acquire.gpu.add.u64"));
@@ -108,10 +118,18 @@ fn ptxas() -> &'static std::process::Output {
 
 /// Runs ptxas -v for sm_90 on veballoc's PTX; panics if it cannot run or rejects the PTX.
 fn run_ptxas() -> std::process::Output {
-    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}", std::process::id()));
+    run_ptxas_on(veballoc::BENCH_PTX)
+}
+
+/// Runs ptxas -v for sm_90 on `ptx_text`; panics if it cannot run or rejects it.
+fn run_ptxas_on(ptx_text: &str) -> std::process::Output {
+    // One folder per run: tests run ptxas side by side.
+    static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("veballoc-ptx-{}-{run}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let ptx = dir.join("veballoc.ptx");
-    std::fs::write(&ptx, veballoc::BENCH_PTX).unwrap();
+    std::fs::write(&ptx, ptx_text).unwrap();
     let ptxas = std::env::var_os(PTXAS_ENV).unwrap_or_else(|| "ptxas".into());
     let out =
         Command::new(&ptxas).args(["-arch=sm_90", "-v", "-o"]).arg(dir.join("k.cubin")).arg(&ptx).output();
@@ -129,7 +147,11 @@ fn run_ptxas() -> std::process::Output {
 
 #[test]
 fn ptx_assembles_for_sm90() {
+    // The whole module (BENCH_PTX: the report the other tests read), and the runtime's alone,
+    // which `Gpu::new` loads.
     ptxas();
+    let out = run_ptxas_on(veballoc::PTX);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Compiling entry function 'veballoc_init'"));
 }
 
 /// The registers ptxas gives kernel `name` (its `-v` report).

@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use cust::context::Context as CuContext;
 use cust::device::Device;
@@ -48,6 +48,9 @@ struct Inner {
     module: ManuallyDrop<Module>,
     /// [`BENCH_PTX`], loaded on the first launch of a kernel that `module` lacks.
     bench: ManuallyDrop<OnceLock<Module>>,
+    /// Held while the bench module loads, so that threads that launch their first test or
+    /// benchmark kernel at once JIT-compile it once.
+    bench_load: Mutex<()>,
     /// The JIT's register cap for both modules (0: none).
     max_registers: u32,
     ctx: CuContext,
@@ -242,6 +245,7 @@ impl Gpu {
                 stream: ManuallyDrop::new(stream),
                 module: ManuallyDrop::new(module),
                 bench: ManuallyDrop::new(OnceLock::new()),
+                bench_load: Mutex::new(()),
                 max_registers,
                 ctx,
                 ordinal,
@@ -428,9 +432,11 @@ impl Gpu {
         &self.inner.module
     }
 
-    /// The module with veballoc's test and benchmark kernels: [`BENCH_PTX`], loaded (and
-    /// JIT-compiled) on the first call; or the runtime module when that has them (a
-    /// `VEBALLOC_PTX_FILE` built with them, as `scripts/ptx-variant.sh` builds).
+    /// The module with veballoc's test and benchmark kernels: the runtime module when it has
+    /// them (a `VEBALLOC_PTX_FILE` built with them, as `scripts/ptx-variant.sh` builds), else
+    /// [`BENCH_PTX`], loaded (and JIT-compiled) on the first call. A `VEBALLOC_PTX_FILE`
+    /// without them is refused ([`Error::PtxFile`]): the embedded kernels would run another
+    /// build's allocator on the heap that the file's kernels set up.
     pub fn bench_module(&self) -> Result<&Module> {
         if let Some(m) = self.inner.bench.get() {
             return Ok(m);
@@ -439,13 +445,24 @@ impl Gpu {
         if self.inner.module.get_function(veballoc_kernels::BENCH_PROBE_KERNEL).is_ok() {
             return Ok(&self.inner.module);
         }
+        if let Some(path) = std::env::var_os(PTX_FILE_ENV) {
+            return Err(Error::PtxFile(format!(
+                "{} ({PTX_FILE_ENV}) has no test or benchmark kernel ({}): build it with \
+                 veballoc-kernels' feature bench-kernels (scripts/ptx-variant.sh does)",
+                path.to_string_lossy(),
+                veballoc_kernels::BENCH_PROBE_KERNEL
+            )));
+        }
+        // A poisoned lock only means another loader panicked: loading again is sound.
+        let _loading = self.inner.bench_load.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = self.inner.bench.get() {
+            return Ok(m);
+        }
         check_layout_stamp(BENCH_PTX, self.checks())?;
-        let opts = jit_options(self.inner.max_registers);
-        let m = Module::from_ptx(BENCH_PTX, &opts).map_err(Error::PtxLoad)?;
-        // Another thread may have loaded it meanwhile: theirs stays, ours drops here (with the
-        // context current).
+        let m =
+            Module::from_ptx(BENCH_PTX, &jit_options(self.inner.max_registers)).map_err(Error::PtxLoad)?;
         let _ = self.inner.bench.set(m);
-        Ok(self.inner.bench.get().expect("set above"))
+        Ok(self.inner.bench.get().expect("set above, under the load lock"))
     }
 
     /// Launches `kernel` of veballoc's module over `threads` threads, `block` per block.

@@ -84,8 +84,9 @@ impl Ptx {
         }
     }
 
-    /// veballoc's own kernel crate (`veballoc-kernels` with its kernels: the PTX that
-    /// `veballoc::PTX` embeds), for example to get it in the other checks mode
+    /// veballoc's own kernel crate (`veballoc-kernels` with its runtime kernels: the PTX that
+    /// `veballoc::PTX` embeds; with `.feature("bench-kernels")` also those of its tests and
+    /// benchmarks, `veballoc::BENCH_PTX`), for example to get it in the other checks mode
     /// (`Ptx::veballoc().feature("checks")`) for `VEBALLOC_PTX_FILE`.
     pub fn veballoc() -> Self {
         Ptx::new(allocator_dir())
