@@ -231,8 +231,9 @@ pub const MAX_FORMATTERS: u32 = 4;
 pub const FORMAT_BURST_BLOCKS: u32 = 64;
 
 /// Whether claims of group `g`'s blocks from its tree (slot installs, and the claims of
-/// claimers that wait for a format) are ranked by the group's ticket (`Veb::try_claim_ranked`) instead of spread by the thread: the group of
-/// 48 and 64 B, whose segment's 64 blocks of 256 KiB are one leaf word. Spread, a burst's
+/// claimers that wait for a format) are ranked by the group's ticket (`Veb::try_claim_ranked`)
+/// instead of spread by the thread: the group of 48 and 64 B, whose segment's 64 blocks of
+/// 256 KiB are one leaf word. Spread, a burst's
 /// first claims landed all over the segment and its range ran to the segment's end: 1M x 48 B
 /// range / live 1.31-1.33, ranked 1.17-1.28 (64 B 1.21-1.25 -> 1.10-1.19), allocating 2-5%
 /// slower (H200, NOTES r35). Not the others: ranked, 16 and 32 B allocated 5-15% slower

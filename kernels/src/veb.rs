@@ -127,7 +127,12 @@ fn pick_bit(avail: u64, spread: u32) -> u64 {
 /// a slot can take them as one run of blocks.
 #[inline(always)]
 fn pick_bits(avail: u64, spread: u32, k: u32) -> u64 {
-    let first = pick_bit(avail, spread).trailing_zeros();
+    run_from(avail, pick_bit(avail, spread).trailing_zeros(), k)
+}
+
+/// Up to `k` consecutive set bits of `avail` from its set bit `first` up, never past bit 63.
+#[inline(always)]
+fn run_from(avail: u64, first: u32, k: u32) -> u64 {
     let ones = (!(avail >> first)).trailing_zeros().min(k);
     let run = if ones >= 64 { u64::MAX } else { (1u64 << ones) - 1 };
     run << first
@@ -159,10 +164,7 @@ fn nth_set_bit(x: u64, n: u32) -> u32 {
 fn pick_ranked(avail: u64, skip: u32, k: u32) -> u64 {
     let free = avail.count_ones();
     // A remainder by a variable, on the claim path only (not `free`'s).
-    let first = nth_set_bit(avail, if skip < free { skip } else { skip % free });
-    let ones = (!(avail >> first)).trailing_zeros().min(k);
-    let run = if ones >= 64 { u64::MAX } else { (1u64 << ones) - 1 };
-    run << first
+    run_from(avail, nth_set_bit(avail, if skip < free { skip } else { skip % free }), k)
 }
 
 /// Racers of a ranked claim (`Veb::try_claim_ranked`) draw ranks modulo this: a claim of `k`
