@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cust::context::Context as CuContext;
 use cust::device::Device;
-use cust::function::{BlockSize, GridSize};
+use cust::function::{BlockSize, Function, GridSize};
 use cust::memory::{AsyncCopyDestination, DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::{Module, ModuleJitOption};
 use cust::stream::{Stream, StreamFlags};
@@ -53,6 +53,10 @@ struct Inner {
     bench_load: Mutex<()>,
     /// The JIT's register cap for both modules (0: none).
     max_registers: u32,
+    /// The `VEBALLOC_PTX_FILE` that `module` was loaded from, if any.
+    module_file: Option<std::ffi::OsString>,
+    /// Whether `module` has the tests' and benchmarks' kernels too (a whole module).
+    module_has_bench: bool,
     ctx: CuContext,
     ordinal: u32,
     name: String,
@@ -224,14 +228,16 @@ impl Gpu {
             Device::get_device(ordinal).map_err(|e| Error::NoGpu(format!("no device {ordinal}: {e:?}")))?;
         let ctx = CuContext::new(device).during("cuCtxCreate")?;
         let opts = jit_options(max_registers);
-        let module = match std::env::var_os(PTX_FILE_ENV) {
+        let module_file = std::env::var_os(PTX_FILE_ENV);
+        let module = match &module_file {
             Some(path) => {
-                let ptx = std::fs::read_to_string(&path)
+                let ptx = std::fs::read_to_string(path)
                     .map_err(|e| Error::PtxFile(format!("{}: {e}", path.to_string_lossy())))?;
                 Module::from_ptx(&ptx, &opts).map_err(Error::PtxLoad)?
             }
             None => Module::from_ptx(PTX, &opts).map_err(Error::PtxLoad)?,
         };
+        let module_has_bench = module.get_function(veballoc_kernels::BENCH_PROBE_KERNEL).is_ok();
         let stream = Stream::new(StreamFlags::NON_BLOCKING, None).during("cuStreamCreate")?;
         let checks = Self::query_checks(&module, &stream)?;
         let mut driver = 0i32;
@@ -247,6 +253,8 @@ impl Gpu {
                 bench: ManuallyDrop::new(OnceLock::new()),
                 bench_load: Mutex::new(()),
                 max_registers,
+                module_file,
+                module_has_bench,
                 ctx,
                 ordinal,
                 name: device.name().during("cuDeviceGetName")?,
@@ -390,9 +398,24 @@ impl Gpu {
     ) -> Result<()> {
         let _on = self.bind()?;
         let f = module.get_function(kernel).during("cuModuleGetFunction")?;
+        // SAFETY: the caller vouches for the arguments; the context is bound.
+        unsafe { self.launch_function(&f, threads, block, args) }
+    }
+
+    /// Launches `f` over `threads` threads, `block` per block, on veballoc's stream.
+    ///
+    /// # Safety
+    /// As for [`Gpu::launch`]; `f` is of a module of this GPU, whose context is bound.
+    unsafe fn launch_function(
+        &self,
+        f: &Function,
+        threads: u64,
+        block: u32,
+        args: &[*mut c_void],
+    ) -> Result<()> {
         let grid = threads.div_ceil(block as u64).max(1) as u32;
         // SAFETY: the caller vouches for the arguments.
-        unsafe { self.inner.stream.launch(&f, GridSize::x(grid), BlockSize::x(block), 0, args) }
+        unsafe { self.inner.stream.launch(f, GridSize::x(grid), BlockSize::x(block), 0, args) }
             .during("cuLaunchKernel")
     }
 
@@ -438,14 +461,13 @@ impl Gpu {
     /// without them is refused ([`Error::PtxFile`]): the embedded kernels would run another
     /// build's allocator on the heap that the file's kernels set up.
     pub fn bench_module(&self) -> Result<&Module> {
+        if self.inner.module_has_bench {
+            return Ok(&self.inner.module);
+        }
         if let Some(m) = self.inner.bench.get() {
             return Ok(m);
         }
-        let _on = self.bind()?;
-        if self.inner.module.get_function(veballoc_kernels::BENCH_PROBE_KERNEL).is_ok() {
-            return Ok(&self.inner.module);
-        }
-        if let Some(path) = std::env::var_os(PTX_FILE_ENV) {
+        if let Some(path) = &self.inner.module_file {
             return Err(Error::PtxFile(format!(
                 "{} ({PTX_FILE_ENV}) has no test or benchmark kernel ({}): build it with \
                  veballoc-kernels' feature bench-kernels (scripts/ptx-variant.sh does)",
@@ -455,6 +477,7 @@ impl Gpu {
         }
         // A poisoned lock only means another loader panicked: loading again is sound.
         let _loading = self.inner.bench_load.lock().unwrap_or_else(|e| e.into_inner());
+        let _on = self.bind()?;
         if let Some(m) = self.inner.bench.get() {
             return Ok(m);
         }
@@ -471,18 +494,14 @@ impl Gpu {
     /// `args` must point to values whose types and order match the kernel's parameters, and
     /// device memory they name (heaps, buffers) must be this GPU's.
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
-        let module = {
-            let _on = self.bind()?;
-            if self.inner.module.get_function(kernel).is_ok() {
-                &self.inner.module
-            } else {
-                // A test or benchmark kernel (or a name in neither module: the launch below
-                // reports it).
-                self.bench_module()?
-            }
+        let _on = self.bind()?;
+        let f = match self.inner.module.get_function(kernel) {
+            Ok(f) => f,
+            // A test or benchmark kernel (or a name in neither module: reported here).
+            Err(_) => self.bench_module()?.get_function(kernel).during("cuModuleGetFunction")?,
         };
-        // SAFETY: the caller vouches for the arguments.
-        unsafe { self.launch_in(module, kernel, threads, block, args) }
+        // SAFETY: the caller vouches for the arguments; the context is bound.
+        unsafe { self.launch_function(&f, threads, block, args) }
     }
 
     /// Waits for all work on the stream; reports errors of kernels that ran on it.
