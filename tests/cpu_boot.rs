@@ -129,14 +129,14 @@ fn a_take_back_at_the_heap_s_last_segment_stays_inside_the_table() {
     // Every segment but the last three, in one run.
     let run = h.malloc((segments as u64 - 3) * SEGMENT_BYTES);
     assert!(!run.is_null());
-    // Group 0 on the two segments after the run, group 1 (24 B) on the last.
+    // Group 0 on the two segments after the run, group 1 (32 B) on the last.
     boot(h);
     let seg = |p: *mut u8| (p as u64 - h.segment_addr(0)) / SEGMENT_BYTES;
     let mut ptrs = Vec::new();
-    // Three quarters of the last segment's blocks of 24-byte slices.
-    let per_block = veballoc::kernels::class::slices_per_block(veballoc::kernels::class::class_of(24)) as u64;
+    // Three quarters of the last segment's blocks of 32-byte slices.
+    let per_block = veballoc::kernels::class::slices_per_block(veballoc::kernels::class::class_of(32)) as u64;
     for _ in 0..96 * per_block / 32 {
-        ptrs.extend(cpu.warp_malloc(&[24; 32]));
+        ptrs.extend(cpu.warp_malloc(&[32; 32]));
     }
     assert!(ptrs.iter().all(|&p| !p.is_null() && seg(p) == segments as u64 - 1));
     h.validate().expect("heap consistent");

@@ -528,7 +528,7 @@ fn a_class_without_room_takes_a_larger_slice() {
     }
     let b = h.malloc(100);
     assert_eq!(h.usable_size(b), 144);
-    // 24 and 32 B (blocks of 128 KiB) reach the 1 MiB group too: their fallback reaches its
+    // 24 and 32 B (blocks of 64 and 128 KiB) reach the 1 MiB group too: their fallback reaches its
     // first class (`FALLBACK_FLOOR`), though four times their slice is below 144 B.
     let small: Vec<_> = [24u64, 32].iter().map(|&n| h.malloc(n)).collect();
     assert!(small.iter().all(|p| !p.is_null()), "{small:?}");
@@ -899,7 +899,8 @@ fn a_booted_class_grows_into_the_next_booted_segment() {
 /// aligned slices (24 B, and 72, 88, 104, 120 B): its size may need 16. With one segment,
 /// formatted for the group of 72..128 B (by a 100-byte request), 64-byte requests took 72-byte
 /// slices, 8-aligned every other one, and `malloc_layout(64, 16)` got null for those; with one
-/// formatted for 24..32 B, 16-byte requests took 24-byte slices (review of r31).
+/// formatted for 24..32 B, 16-byte requests took 24-byte slices (review of r31; since r36 24 B
+/// shares 16 B's group, and the pair checks that 16 B then takes its own blocks).
 #[test]
 fn a_fallback_keeps_the_alignment_a_request_is_promised() {
     use veballoc::kernels::class::align_of_request;
@@ -916,7 +917,7 @@ fn a_fallback_keeps_the_alignment_a_request_is_promised() {
             assert!(h.usable_size(p).is_multiple_of(16), "{size} B took a {}-byte slice", h.usable_size(p));
         }
         // A 16-aligned layout of 64 bytes where the group of 72..128 B has room (with only
-        // the 24..32 B group's segment, 64 B has none: no smaller class serves it).
+        // the 16..24 B group's segment, 64 B has none: no smaller class serves it).
         let q = h.malloc_layout(core::alloc::Layout::from_size_align(64, 16).unwrap());
         assert_eq!(!q.is_null(), first != 24, "{q:?}");
         assert!((q as u64).is_multiple_of(16), "{q:?}");

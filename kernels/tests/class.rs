@@ -5,7 +5,7 @@ use veballoc_kernels::class::{
     align_of_request, block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes,
     group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, warp_class,
     MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES,
-    RUN_GROUP, UNIT_RUN_GROUP,
+    RUN_GROUP, SMALLEST_BLOCKS_BELOW, UNIT_RUN_GROUP,
 };
 use veballoc_kernels::heap::{fallback_last, takes_unit_run, UNIT_RUN_EXACT_MIN, UNIT_RUN_MIN};
 use veballoc_kernels::SEGMENT_BYTES;
@@ -138,9 +138,11 @@ fn block_geometry() {
     for c in 0..NUM_CLASSES {
         let (s, b, n, g) = (slice_bytes(c), block_bytes(c), slices_per_block(c), group_of(c));
         // A group is a block size: 4096 of the largest size of the class's doubling, at
-        // most 1 MiB, at least four of them.
+        // most 1 MiB, at least four of them; the smallest (64 KiB) below 32 B.
         let top = s.next_power_of_two();
-        assert_eq!(b, (4096 * top).min((1 << 20).max(4 * top)), "class {c} in group {g}");
+        let want =
+            if s < SMALLEST_BLOCKS_BELOW { 64 << 10 } else { (4096 * top).min((1 << 20).max(4 * top)) };
+        assert_eq!(b, want, "class {c} in group {g}");
         assert_eq!(b, group_block_bytes(g));
         assert_eq!(blocks_per_segment(c), group_blocks_per_segment(g));
         assert_eq!(n as u64, b / s, "class {c}");
@@ -176,6 +178,11 @@ fn block_geometry() {
         assert!(took * 3 <= size * 4, "size {size}: {took}");
         size += 61;
     }
+    // 24 B shares group 0's 64 KiB blocks with 16 B (2730 slices a block), where 4096 of
+    // 32 B to a block left one 128 KiB block per multiprocessor partly used (NOTES r36).
+    assert_eq!(group_of(class_of(24)), group_of(class_of(16)));
+    assert_eq!((block_bytes(class_of(24)), slices_per_block(class_of(24))), (64 << 10, 2730));
+    assert_eq!(block_bytes(class_of(32)), 128 << 10);
     // Every class from 144 B to 256 KiB shares the group of 1 MiB blocks (one tree, and
     // segments any of them can use).
     let g = group_of(class_of(144));
