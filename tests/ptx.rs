@@ -82,6 +82,18 @@ fn the_runtime_ptx_holds_only_the_runtime_kernels() {
     for e in &entries {
         assert!(RUNTIME_KERNELS.contains(e) || stamp(e), "{e} in the runtime PTX");
     }
+    // `Gpu::launch` finds a kernel's module by its name: the runtime's kernels have the
+    // prefix, the tests' and benchmarks' do not.
+    let prefix = veballoc_kernels::RUNTIME_KERNEL_PREFIX;
+    assert!(entries.iter().all(|e| e.starts_with(prefix)), "{entries:?}");
+    let bench_only: Vec<&str> = veballoc::BENCH_PTX
+        .lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .map(|l| &l[..l.find('(').unwrap_or(l.len())])
+        .filter(|e| !entries.contains(e))
+        .collect();
+    assert!(bench_only.len() >= BENCH_KERNELS.len(), "{bench_only:?}");
+    assert!(bench_only.iter().all(|e| !e.starts_with(prefix)), "{bench_only:?}");
     assert!(veballoc::PTX.len() * 2 < veballoc::BENCH_PTX.len(), "the runtime PTX is not much smaller");
 }
 

@@ -495,11 +495,14 @@ impl Gpu {
     /// device memory they name (heaps, buffers) must be this GPU's.
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
         let _on = self.bind()?;
-        let f = match self.inner.module.get_function(kernel) {
-            Ok(f) => f,
-            // A test or benchmark kernel (or a name in neither module: reported here).
-            Err(_) => self.bench_module()?.get_function(kernel).during("cuModuleGetFunction")?,
+        // The runtime's kernels by their prefix, the others in the tests' and benchmarks'
+        // module: one lookup per launch (see RUNTIME_KERNEL_PREFIX).
+        let module = if kernel.starts_with(veballoc_kernels::RUNTIME_KERNEL_PREFIX) {
+            &self.inner.module
+        } else {
+            self.bench_module()?
         };
+        let f = module.get_function(kernel).during("cuModuleGetFunction")?;
         // SAFETY: the caller vouches for the arguments; the context is bound.
         unsafe { self.launch_function(&f, threads, block, args) }
     }

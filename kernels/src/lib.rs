@@ -177,6 +177,11 @@ pub use validate::{HeapError, Stats};
 /// and `free` keep the hand-out bitmap, so it must not share a heap with one built without.
 /// The host refuses to load a module whose stamp differs from veballoc's own PTX's.
 pub const STAMP_WITH_CHECKS: &str = "veballoc_layout_with_checks";
+/// Every kernel of the runtime's module (`entry.rs`) has a name that starts with this, and
+/// no test or benchmark kernel's does: `Gpu::launch` picks the module from the name, so that a
+/// launch makes one function lookup (looking in the runtime's module first, where a bench
+/// kernel is not, made every bench launch slower, inside its timing: NOTES r36).
+pub const RUNTIME_KERNEL_PREFIX: &str = "veballoc_";
 /// A kernel that only a module with the tests' and benchmarks' kernels has (feature
 /// `bench-kernels`, `entry_bench`): how the host tells such a module from the runtime's alone.
 pub const BENCH_PROBE_KERNEL: &str = "vb_malloc";
