@@ -1036,3 +1036,93 @@ fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
     }
     assert_empty(h);
 }
+
+/// 24-byte slices share group 0 with 16 B (since r36): 2730 to a 64 KiB block, 16 bytes left at
+/// its end. A one-segment heap filled with 24-byte requests (warps of 32; 2730 is no multiple
+/// of 32) hands out every slice of every block, none twice, none in a block's tail, each
+/// 8-aligned; a free inside a tail is invalid and changes nothing (review of r36).
+#[test]
+fn a_segment_of_24_byte_slices_fills_exactly() {
+    use veballoc::kernels::class::group_of;
+    let c = class_of(24);
+    let block = 64u64 << 10;
+    assert_eq!(
+        (group_of(c), veballoc::kernels::block::block_bytes(c), slices_per_block(c)),
+        (0, block, 2730)
+    );
+    let cpu = CpuHeap::new(1, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let mut all = Vec::new();
+    loop {
+        let got: Vec<_> = cpu.warp_malloc(&[24; 32]).into_iter().filter(|p| !p.is_null()).collect();
+        let n = got.len();
+        all.extend(got);
+        if n < 32 {
+            break;
+        }
+    }
+    let want = 256 * 2730;
+    assert_eq!(all.len(), want, "every 24-byte slice of the segment");
+    let mut offs: Vec<u64> = all.iter().map(|&p| p as u64 - h.segment_addr(0)).collect();
+    offs.sort_unstable();
+    offs.dedup();
+    assert_eq!(offs.len(), want, "a slice handed out twice");
+    for &o in &offs {
+        let in_block = o % block;
+        assert!(in_block.is_multiple_of(24) && in_block / 24 < 2730 && o.is_multiple_of(8), "offset {o}");
+    }
+    assert!(all.iter().all(|&p| h.usable_size(p) == 24));
+    for b in [0u64, 17, 255] {
+        let tail = h.segment_addr(0) + b * block + 2730 * 24;
+        h.free(tail as *mut u8);
+        h.free((tail + 8) as *mut u8);
+    }
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 6);
+    h.counter(counter::INVALID_FREE).store_relaxed(0);
+    assert_eq!(h.validate().expect("consistent").bytes_in_use, want as u64 * 24);
+    for p in all {
+        h.free(p);
+    }
+    assert_empty(h);
+}
+
+/// A 16-byte request never takes a 24-byte slice (8-aligned; `malloc`'s fallback skips classes
+/// whose slices are less aligned than the request needs) though both share group 0: in a
+/// one-segment heap whose 24-byte block is current, 16 B gets the other 255 blocks, then
+/// null, and 24 B still has room. With 24 B in its own group the pair in
+/// `a_fallback_keeps_the_alignment_a_request_is_promised` covered this; since r36 16 B takes
+/// its own blocks there (review of r36: a mutation that let 16 B fall back to 24 B passed every
+/// other test). Then the freed 16-byte blocks serve 24 B.
+#[test]
+fn sixteen_bytes_never_take_the_24_byte_slices_of_their_group() {
+    let cpu = CpuHeap::new(1, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let a = h.malloc(24);
+    assert!(!a.is_null());
+    let mut sixteen = Vec::new();
+    loop {
+        let p = h.malloc(16);
+        if p.is_null() {
+            break;
+        }
+        assert_eq!(h.usable_size(p), 16, "16 B took another class");
+        assert!((p as u64).is_multiple_of(16));
+        sixteen.push(p);
+    }
+    assert_eq!(sixteen.len(), 255 * 4096);
+    let b = h.malloc(24);
+    assert!(!b.is_null() && h.usable_size(b) == 24);
+    h.validate().expect("consistent");
+    for p in sixteen.drain(..) {
+        h.free(p);
+    }
+    let more: Vec<_> = (0..200_000).map(|_| h.malloc(24)).collect();
+    assert!(more.iter().all(|p| !p.is_null()));
+    h.validate().expect("consistent");
+    for p in more.into_iter().chain([a, b]) {
+        h.free(p);
+    }
+    assert_empty(h);
+}

@@ -32,8 +32,9 @@ pub const DEFAULT_MAX_REGISTERS: u32 = 128;
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc.ptx"));
 /// The runtime's kernels with those that veballoc's tests and benchmarks launch (`vb_malloc`,
 /// `floor_malloc`, ...; `veballoc-kernels` feature `bench-kernels`): [`Gpu::launch`] loads it on
-/// the first launch of a kernel that [`PTX`] lacks (about 45 s of ptxas for sm_90 on a
-/// machine whose driver cache does not hold it yet).
+/// the first launch of a kernel whose name lacks the runtime's prefix
+/// (`veballoc_kernels::RUNTIME_KERNEL_PREFIX`; about 45 s of ptxas for sm_90 on a machine whose
+/// driver cache does not hold it yet).
 pub const BENCH_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/veballoc-bench.ptx"));
 /// Whether the embedded PTX has the safety checks (the `checks` feature, or a debug build).
 pub const PTX_HAS_CHECKS: bool = option_env!("VEBALLOC_PTX_CHECKS").is_some();
@@ -46,7 +47,8 @@ struct Inner {
     // after that) releases the context.
     stream: ManuallyDrop<Stream>,
     module: ManuallyDrop<Module>,
-    /// [`BENCH_PTX`], loaded on the first launch of a kernel that `module` lacks.
+    /// [`BENCH_PTX`], loaded on the first launch of a kernel whose name lacks the runtime's
+    /// prefix (unless `module` has the bench kernels).
     bench: ManuallyDrop<OnceLock<Module>>,
     /// Held while the bench module loads, so that threads that launch their first test or
     /// benchmark kernel at once JIT-compile it once.

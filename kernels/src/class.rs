@@ -109,8 +109,8 @@ pub const MIN_BLOCK_SHIFT: u32 = MIN_SLICE_SHIFT + 12;
 /// Most slices in a block (`GOT_BITS` in `heap.rs` must hold it).
 pub const MAX_SLICES_PER_BLOCK: u32 = 8192;
 /// Blocks for slices of 144 B .. 256 KiB are this large (smaller slices have 4096 of their
-/// doubling's largest to a block, larger ones four): so that a multiprocessor's current
-/// block holds little of a segment.
+/// doubling's largest to a block, 24 B 2730 (`SMALLEST_BLOCKS_BELOW`), larger ones four): so
+/// that a multiprocessor's current block holds little of a segment.
 pub const BLOCK_TARGET_BYTES: u64 = 1 << 20;
 /// Global block ids are `segment << BLOCK_ID_SHIFT | block in segment` for every group.
 pub const BLOCK_ID_SHIFT: u32 = 8;

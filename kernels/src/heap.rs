@@ -57,8 +57,8 @@ const _: () = {
 };
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
 /// block's rest and the next one's start cover any thread block of up to 4096 threads in
-/// classes of 4096 slices per block (up to 256-byte slices); with fewer slices per block, the
-/// threads left over allocate per warp.
+/// classes of 4096 slices per block (up to 256-byte slices; 24 B has 2730, still more than a
+/// thread block's 1024); with fewer slices per block, the threads left over allocate per warp.
 pub const CTA_RUNS: usize = 2;
 /// How much larger a slice a request may take when its own class has no room left (see
 /// `DeviceHeap::take_group`): up to the smallest class that holds `FALLBACK_FACTOR` of its

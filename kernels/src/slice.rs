@@ -72,7 +72,7 @@ const TRIM_BATCH: u32 = 8;
 /// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
 /// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes of
 /// 4096 slices per block take two blocks at most (128 and 256 B; 16-64 B take one, see
-/// `RUN_MIN_BLOCK_BYTES`), those of more slices (the other classes up to 256 B) one, 4 KiB
+/// `RUN_MIN_BLOCK_BYTES`), those of more slices (the other classes from 72 to 256 B) one, 4 KiB
 /// slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each
 /// install a claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B
 /// 0.134 ms.)
@@ -82,7 +82,7 @@ pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
 /// up to 32 slices then spans at most two blocks of a run (see `Taken`).
 pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
-/// Classes whose blocks are smaller than this (16 to 64 B: 64 to 256 KiB blocks of 4096 or
+/// Classes whose blocks are smaller than this (16 to 64 B: 64 to 256 KiB blocks of 2730 to
 /// 5461 slices) take one block at a time: a run of two blocks did not make their bursts
 /// faster, but the second block, claimed ahead, was untouched at the end of one on a third of
 /// the multiprocessors. A burst of 2^20 x 16 B had 403 blocks out for the 256 its slices fill
