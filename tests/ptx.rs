@@ -42,6 +42,14 @@ fn has_entry(ptx: &str, k: &str) -> bool {
     ptx.contains(&format!(".visible .entry {k}("))
 }
 
+/// The names of the kernels `ptx` defines.
+fn entry_names(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .filter_map(|l| l.strip_prefix(".visible .entry "))
+        .map(|l| &l[..l.find('(').unwrap_or(l.len())])
+        .collect()
+}
+
 #[test]
 fn ptx_has_every_kernel() {
     for (ptx, name) in [(veballoc::PTX, "PTX"), (veballoc::BENCH_PTX, "BENCH_PTX")] {
@@ -72,11 +80,7 @@ fn ptx_has_every_kernel() {
 /// benchmarks' kernels the JIT took about 45 s of CPU (sm_90, r35), without them 1.5 s.
 #[test]
 fn the_runtime_ptx_holds_only_the_runtime_kernels() {
-    let entries: Vec<&str> = veballoc::PTX
-        .lines()
-        .filter_map(|l| l.strip_prefix(".visible .entry "))
-        .map(|l| &l[..l.find('(').unwrap_or(l.len())])
-        .collect();
+    let entries = entry_names(veballoc::PTX);
     assert_eq!(entries.len(), RUNTIME_KERNELS.len(), "{entries:?}");
     let stamp = |k: &str| k.starts_with("veballoc_layout_");
     for e in &entries {
@@ -86,12 +90,8 @@ fn the_runtime_ptx_holds_only_the_runtime_kernels() {
     // prefix, the tests' and benchmarks' do not.
     let prefix = veballoc_kernels::RUNTIME_KERNEL_PREFIX;
     assert!(entries.iter().all(|e| e.starts_with(prefix)), "{entries:?}");
-    let bench_only: Vec<&str> = veballoc::BENCH_PTX
-        .lines()
-        .filter_map(|l| l.strip_prefix(".visible .entry "))
-        .map(|l| &l[..l.find('(').unwrap_or(l.len())])
-        .filter(|e| !entries.contains(e))
-        .collect();
+    let bench_only: Vec<&str> =
+        entry_names(veballoc::BENCH_PTX).into_iter().filter(|e| !entries.contains(e)).collect();
     assert!(bench_only.len() >= BENCH_KERNELS.len(), "{bench_only:?}");
     assert!(bench_only.iter().all(|e| !e.starts_with(prefix)), "{bench_only:?}");
     assert!(veballoc::PTX.len() * 2 < veballoc::BENCH_PTX.len(), "the runtime PTX is not much smaller");

@@ -521,13 +521,7 @@ impl Gpu {
 
 /// Whether `ptx` defines kernel `name` (a `.entry` of that name).
 fn ptx_defines_kernel(ptx: &str, name: &str) -> bool {
-    ptx.lines().any(|l| {
-        l.trim_start()
-            .strip_prefix(".visible .entry ")
-            .or_else(|| l.trim_start().strip_prefix(".entry "))
-            .and_then(|rest| rest.strip_prefix(name))
-            .is_some_and(|rest| rest.trim_start().starts_with('('))
-    })
+    ptx.contains(&format!(".entry {name}("))
 }
 
 /// The JIT options of a module capped at `max_registers` per thread (0: no cap).
@@ -565,10 +559,9 @@ fn copy_out_on<T: DeviceCopy>(stream: &Stream, src: &DeviceSlice<T>, dst: &mut [
 /// Whether the allocator in `ptx` was built with the safety checks, from its layout stamp
 /// (`None` for a module without veballoc's allocator).
 pub fn ptx_checks(ptx: &str) -> Option<bool> {
-    let has = |name: &str| ptx.contains(&format!(".entry {name}("));
-    if has(veballoc_kernels::STAMP_WITH_CHECKS) {
+    if ptx_defines_kernel(ptx, veballoc_kernels::STAMP_WITH_CHECKS) {
         Some(true)
-    } else if has(veballoc_kernels::STAMP_WITHOUT_CHECKS) {
+    } else if ptx_defines_kernel(ptx, veballoc_kernels::STAMP_WITHOUT_CHECKS) {
         Some(false)
     } else {
         None

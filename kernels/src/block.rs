@@ -169,18 +169,21 @@ impl<'a> GroupTree<'a> {
     /// `ticket` (one pass, see `Veb::try_claim_ranked`).
     #[inline(always)]
     pub fn try_claim_ranked(&self, ticket: &Atom32, k: u32) -> Option<BlockBatch> {
-        let (word, mask) = self.veb.try_claim_ranked(0, ticket, k)?;
-        let (seg, base) = split_gid(self.gid(word * crate::veb::WORD_BITS));
-        Some(BlockBatch { seg, base, mask })
+        self.veb.try_claim_ranked(0, ticket, k).map(|claimed| self.batch(claimed))
     }
 
     /// Up to `k` consecutive free blocks of the lowest leaf word with one (one pass, see
     /// `Veb::try_claim_bits`), racers spread from bit `spread`.
     #[inline(always)]
     pub fn try_claim_bits(&self, spread: u32, k: u32) -> Option<BlockBatch> {
-        let (word, mask) = self.veb.try_claim_bits(0, spread, k)?;
+        self.veb.try_claim_bits(0, spread, k).map(|claimed| self.batch(claimed))
+    }
+
+    /// The blocks of a claim of bits `mask` of leaf word `word` (a `Veb` claim's result).
+    #[inline(always)]
+    fn batch(&self, (word, mask): (u64, u64)) -> BlockBatch {
         let (seg, base) = split_gid(self.gid(word * crate::veb::WORD_BITS));
-        Some(BlockBatch { seg, base, mask })
+        BlockBatch { seg, base, mask }
     }
 
     /// The lowest run of `k` free blocks, taken (exact search): across segments where the
