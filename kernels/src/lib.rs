@@ -86,6 +86,7 @@ pub const MAX_WAIT_ROUNDS: u32 = 64;
 /// sleep, so that paths that never wait never read it.
 pub(crate) struct Wait {
     ns: u32,
+    max_ns: u32,
     budget_ns: u64,
     /// 0 until the first sleep.
     deadline: u64,
@@ -96,10 +97,16 @@ impl Wait {
     /// A wait of at most `budget_ns` from its first sleep.
     #[inline(always)]
     pub(crate) fn new(budget_ns: u64) -> Self {
-        Self { ns: BACKOFF_MIN_NS, budget_ns, deadline: 0, rounds: 0 }
+        Self { ns: BACKOFF_MIN_NS, max_ns: BACKOFF_MAX_NS, budget_ns, deadline: 0, rounds: 0 }
     }
 
-    /// Sleeps once (`ns`, doubling up to `BACKOFF_MAX_NS`); false, without sleeping, once the
+    /// A wait whose sleeps double up to `max_ns` instead of `BACKOFF_MAX_NS`.
+    #[inline(always)]
+    pub(crate) fn with_max_sleep(budget_ns: u64, max_ns: u32) -> Self {
+        Self { ns: BACKOFF_MIN_NS, max_ns, budget_ns, deadline: 0, rounds: 0 }
+    }
+
+    /// Sleeps once (`ns`, doubling up to the wait's longest sleep); false, without sleeping, once the
     /// budget is spent.
     #[inline(always)]
     pub(crate) fn sleep(&mut self) -> bool {
@@ -112,7 +119,7 @@ impl Wait {
         }
         self.rounds += 1;
         arch::nanosleep(self.ns);
-        self.ns = (self.ns * 2).min(BACKOFF_MAX_NS);
+        self.ns = (self.ns * 2).min(self.max_ns);
         true
     }
 }

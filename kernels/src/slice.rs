@@ -99,6 +99,31 @@ pub const RUN_MIN_BLOCK_BYTES: u64 = 512 << 10;
 /// (`installs_on_demand`).
 pub const ON_DEMAND_BLOCK_BYTES: u64 = 256 << 10;
 
+/// Longest sleep of a taker waiting for an install in rows whose slots serve few
+/// multiprocessors (see `FAST_POLL_MIN_SHARDS`). A waiter wakes up to one sleep late; an
+/// install takes 7-9 us, and with `BACKOFF_MAX_NS` (2 us) a small launch's waiters woke 2-3 us
+/// after it (trace, H200, NOTES r37). A/B against 2048 ns (H200, NOTES r37 `d/`, three rounds
+/// in turn): 2^20 threads 16 B 6%, 48 B 4%, 64 B 7% faster, the other sizes within 2%; 64 B at
+/// 64 to 8192 threads 5-19% faster. 512 ns for every row made 128 B-1 KiB and mixed sizes up
+/// to 4096 B 4-12% slower at 2^20 (`c/`): where many waiters share a slot, their polls are
+/// traffic on the word its takers and installer update; 128 ns was slower still (`a/`).
+pub const FAST_POLL_MAX_SLEEP_NS: u32 = 512;
+/// Slots a row needs for `FAST_POLL_MAX_SLEEP_NS`: with 64 or more (8 GiB heaps: the classes
+/// of 64 to 256 KiB blocks, 16 to 64 B), a slot serves at most three of an H100's or H200's
+/// 132 multiprocessors.
+pub const FAST_POLL_MIN_SHARDS: u32 = 64;
+
+/// Longest single sleep of a taker waiting for an install in a row of `row_shards` slots (see
+/// `Slots::install_max_sleep`).
+#[inline(always)]
+pub const fn install_max_sleep(row_shards: u32) -> u32 {
+    if row_shards >= FAST_POLL_MIN_SHARDS {
+        FAST_POLL_MAX_SLEEP_NS
+    } else {
+        crate::BACKOFF_MAX_NS
+    }
+}
+
 /// Whether the next run of slot row `row` is installed on demand: by the first taker that finds
 /// the slot empty, not by the take that used up the run. At a burst's end, the block an
 /// exhauster installed for nobody stays out, untouched, among the touched ones: 1M x 32 B had
@@ -241,6 +266,16 @@ impl<'a> Slots<'a> {
         arch::smid() & (self.layout().row_shards(row) - 1)
     }
 
+    /// Longest single sleep of a taker of row `row` that waits for its slot's next run:
+    /// `FAST_POLL_MAX_SLEEP_NS` where a slot serves few multiprocessors (rows of at least
+    /// `FAST_POLL_MIN_SHARDS` slots), so that a small launch's warps wake soon after
+    /// their multiprocessor's install; `BACKOFF_MAX_NS` where more share a slot, whose
+    /// waiters' polls would load the slot word that its takers and installer update.
+    #[inline(always)]
+    fn install_max_sleep(&self, row: usize) -> u32 {
+        install_max_sleep(self.layout().row_shards(row))
+    }
+
     /// Pace word of slot `shard` of row `row`: when its run was installed (ns, low byte
     /// cleared) and its length in blocks (the low byte).
     #[inline(always)]
@@ -258,7 +293,7 @@ impl<'a> Slots<'a> {
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
-        let mut wait = crate::Wait::new(crate::INSTALL_WAIT_NS);
+        let mut wait = crate::Wait::with_max_sleep(crate::INSTALL_WAIT_NS, self.install_max_sleep(row));
         // Trace only: when this taker began to wait, and its polls and `Full` takes.
         let (mut waited_since, mut polls, mut fulls) = (0, 0, 0);
         'take: loop {
