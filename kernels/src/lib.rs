@@ -100,14 +100,23 @@ impl Wait {
         Self { ns: BACKOFF_MIN_NS, max_ns: BACKOFF_MAX_NS, budget_ns, deadline: 0, rounds: 0 }
     }
 
-    /// A wait whose sleeps double up to `max_ns` instead of `BACKOFF_MAX_NS`.
+    /// A wait whose sleeps double up to `max_ns` (at least `BACKOFF_MIN_NS`) instead of
+    /// `BACKOFF_MAX_NS`: for waiters that should wake soon after a short wait and are few
+    /// enough that their polls cost little (`slice::install_max_sleep`).
     #[inline(always)]
     pub(crate) fn with_max_sleep(budget_ns: u64, max_ns: u32) -> Self {
+        debug_assert!(max_ns >= BACKOFF_MIN_NS, "a wait's longest sleep below its first one");
         Self { ns: BACKOFF_MIN_NS, max_ns, budget_ns, deadline: 0, rounds: 0 }
     }
 
-    /// Sleeps once (`ns`, doubling up to the wait's longest sleep); false, without sleeping, once the
-    /// budget is spent.
+    /// The next sleep's length (for tests).
+    #[cfg(all(test, not(loom)))]
+    fn next_sleep_ns(&self) -> u32 {
+        self.ns
+    }
+
+    /// Sleeps once (`ns`, doubling up to the wait's longest sleep); false, without sleeping,
+    /// once the budget is spent.
     #[inline(always)]
     pub(crate) fn sleep(&mut self) -> bool {
         let now = arch::globaltimer();
@@ -218,4 +227,28 @@ pub fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     x ^ (x >> 31)
+}
+
+#[cfg(all(test, not(loom)))]
+mod wait_tests {
+    use super::{Wait, BACKOFF_MAX_NS, BACKOFF_MIN_NS};
+
+    /// Sleeps double from `BACKOFF_MIN_NS` and stay at the wait's cap: `BACKOFF_MAX_NS` by
+    /// default, `max_ns` for `with_max_sleep` (the install waiters' 512 ns).
+    #[test]
+    fn sleeps_double_up_to_the_wait_s_cap() {
+        for (mut w, cap) in
+            [(Wait::new(u64::MAX), BACKOFF_MAX_NS), (Wait::with_max_sleep(u64::MAX, 512), 512)]
+        {
+            let mut seen = [0u32; 17];
+            seen[0] = w.next_sleep_ns();
+            for next in seen.iter_mut().skip(1) {
+                assert!(w.sleep());
+                *next = w.next_sleep_ns();
+            }
+            assert_eq!(seen[0], BACKOFF_MIN_NS);
+            assert!(seen.windows(2).all(|p| p[1] == (2 * p[0]).min(cap)), "{seen:?}");
+            assert_eq!(seen[seen.len() - 1], cap, "{seen:?}");
+        }
+    }
 }

@@ -100,17 +100,20 @@ pub const RUN_MIN_BLOCK_BYTES: u64 = 512 << 10;
 pub const ON_DEMAND_BLOCK_BYTES: u64 = 256 << 10;
 
 /// Longest sleep of a taker waiting for an install in rows whose slots serve few
-/// multiprocessors (see `FAST_POLL_MIN_SHARDS`). A waiter wakes up to one sleep late; an
-/// install takes 7-9 us, and with `BACKOFF_MAX_NS` (2 us) a small launch's waiters woke 2-3 us
-/// after it (trace, H200, NOTES r37). A/B against 2048 ns (H200, NOTES r37 `d/`, three rounds
-/// in turn): 2^20 threads 16 B 6%, 48 B 4%, 64 B 7% faster, the other sizes within 2%; 64 B at
-/// 64 to 8192 threads 5-19% faster. 512 ns for every row made 128 B-1 KiB and mixed sizes up
-/// to 4096 B 4-12% slower at 2^20 (`c/`): where many waiters share a slot, their polls are
-/// traffic on the word its takers and installer update; 128 ns was slower still (`a/`).
+/// multiprocessors (see `FAST_POLL_MIN_SHARDS`). A waiter wakes up to one sleep late (twice
+/// that where `nanosleep` sleeps twice the time asked); an install takes 7-9 us, and with
+/// `BACKOFF_MAX_NS` (2 us) a small launch's waiters woke 2-3 us after it (trace, H200, NOTES
+/// r37). A/B against 2048 ns (H200, NOTES r37 `d/`, three rounds in turn): 2^20 threads 16 B
+/// 6%, 24-32 B 2%, 48 B 4%, 64 B 7% faster, 128 B-4 KiB within ±2%, mixed within ±4% (≤512 4%
+/// slower in every round); 64 B at 64 to 8192 threads 5-19% faster (512 B, whose rows keep
+/// 2048 ns, 8% slower at 1024 threads: the spread of small launches is ±10%). 512 ns for every
+/// row made 128 B-1 KiB and mixed sizes up to 4096 B 4-12% slower at 2^20 (`c/`): where many
+/// waiters share a slot, their polls are traffic on the word its takers and installer update;
+/// 128 ns was slower still (`a/`).
 pub const FAST_POLL_MAX_SLEEP_NS: u32 = 512;
 /// Slots a row needs for `FAST_POLL_MAX_SLEEP_NS`: with 64 or more (8 GiB heaps: the classes
-/// of 64 to 256 KiB blocks, 16 to 64 B), a slot serves at most three of an H100's or H200's
-/// 132 multiprocessors.
+/// of 64 to 256 KiB blocks, 16 to 64 B, and their packed rows), a slot serves at most three of
+/// an H100 SXM's or H200's 132 multiprocessors.
 pub const FAST_POLL_MIN_SHARDS: u32 = 64;
 
 /// Longest single sleep of a taker waiting for an install in a row of `row_shards` slots (see

@@ -258,21 +258,28 @@ fn run_indices_divide_exactly_by_slices_per_block() {
     }
 }
 
-/// Which rows' install waiters poll fast (`slice::install_max_sleep`): in an 8 GiB heap with
-/// the default shards, the classes of 16 to 64 B (slots shared by at most three of 132
-/// multiprocessors) and none from 72 B up, whose slots more multiprocessors share.
+/// Which rows' install waiters poll fast (`slice::install_max_sleep`, used by `take_in_row` for
+/// class and packed rows): in an 8 GiB heap with the default shards, the rows of 16 to 64 B
+/// (slots shared by at most three of 132 multiprocessors) and none from 72 B up, whose slots
+/// more multiprocessors share.
 #[test]
 fn install_waiters_poll_fast_only_where_few_share_a_slot() {
+    use veballoc_kernels::class::PACKED_CLASSES;
     use veballoc_kernels::heap::DEFAULT_SHARDS;
-    use veballoc_kernels::layout::HeapLayout;
+    use veballoc_kernels::layout::{HeapLayout, RUN_ROW0};
     use veballoc_kernels::slice::{install_max_sleep, FAST_POLL_MAX_SLEEP_NS};
     let layout = HeapLayout::new(HeapLayout::segments_for_bytes(8 << 30), DEFAULT_SHARDS, false);
-    for c in 0..NUM_CLASSES {
-        let fast = install_max_sleep(layout.row_shards(c)) == FAST_POLL_MAX_SLEEP_NS;
-        assert_eq!(fast, slice_bytes(c) <= 64, "class {c} ({} B): fast polling {fast}", slice_bytes(c));
+    let mut fast_rows = 0;
+    for row in 0..RUN_ROW0 {
+        let c = if row < NUM_CLASSES { row } else { PACKED_CLASSES[row - NUM_CLASSES] };
+        let fast = install_max_sleep(layout.row_shards(row)) == FAST_POLL_MAX_SLEEP_NS;
+        assert_eq!(fast, slice_bytes(c) <= 64, "row {row} ({} B): fast polling {fast}", slice_bytes(c));
         if fast {
-            assert!(132u32.div_ceil(layout.row_shards(c)) <= 3, "class {c}");
+            assert!(132u32.div_ceil(layout.row_shards(row)) <= 3, "row {row}");
+            fast_rows += 1;
         }
     }
+    // 16, 24, 32, 48 and 64 B (the band's odd classes among them), and the 16 and 64 B packed rows.
+    assert!(fast_rows >= 7, "{fast_rows} rows poll fast");
     const { assert!(FAST_POLL_MAX_SLEEP_NS < veballoc_kernels::BACKOFF_MAX_NS) };
 }
