@@ -38,10 +38,6 @@ const BENCH_KERNELS: [&str; 14] = [
     "churn_round",
 ];
 
-fn has_entry(ptx: &str, k: &str) -> bool {
-    ptx.contains(&format!(".visible .entry {k}("))
-}
-
 /// The names of the kernels `ptx` defines.
 fn entry_names(ptx: &str) -> Vec<&str> {
     ptx.lines()
@@ -60,7 +56,7 @@ fn ptx_has_every_kernel() {
             } else {
                 k
             };
-            assert!(has_entry(ptx, k), "kernel {k} missing from {name}");
+            assert!(veballoc::ptx_defines_kernel(ptx, k), "kernel {k} missing from {name}");
         }
         assert!(ptx.contains(".target sm_80"));
         // Whole-program link: no declaration without a body (an unresolved call into core).
@@ -71,7 +67,7 @@ fn ptx_has_every_kernel() {
         assert!(unresolved.is_empty(), "unresolved symbols in {name}: {unresolved:?}");
     }
     for k in BENCH_KERNELS {
-        assert!(has_entry(veballoc::BENCH_PTX, k), "kernel {k} missing from BENCH_PTX");
+        assert!(veballoc::ptx_defines_kernel(veballoc::BENCH_PTX, k), "kernel {k} missing from BENCH_PTX");
     }
 }
 

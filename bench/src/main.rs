@@ -403,7 +403,7 @@ mod tests {
         // In the module with the tests' and benchmarks' kernels, which `Gpu::launch` loads.
         for k in ["floor_malloc", "floor_free", "util_fill", "churn_round"] {
             assert!(
-                veballoc::BENCH_PTX.contains(&format!(".visible .entry {k}(")),
+                veballoc::ptx_defines_kernel(veballoc::BENCH_PTX, k),
                 "kernel {k} missing from BENCH_PTX"
             );
         }

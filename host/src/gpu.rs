@@ -519,8 +519,13 @@ impl Gpu {
     }
 }
 
-/// Whether `ptx` defines kernel `name` (a `.entry` of that name).
-fn ptx_defines_kernel(ptx: &str, name: &str) -> bool {
+/// Whether `ptx` defines kernel `name` (a `.entry` of that name, not one it only begins).
+///
+/// ```
+/// assert!(veballoc::ptx_defines_kernel(veballoc::PTX, "veballoc_init"));
+/// assert!(!veballoc::ptx_defines_kernel(veballoc::PTX, "veballoc_ini"));
+/// ```
+pub fn ptx_defines_kernel(ptx: &str, name: &str) -> bool {
     ptx.contains(&format!(".entry {name}("))
 }
 

@@ -39,8 +39,8 @@ pub use cust;
 pub use error::{Error, Result};
 pub use global::{GlobalBinding, GLOBAL_ALLOC_STACK_BYTES};
 pub use gpu::{
-    check_layout_stamp, devices, ptx_checks, Bound, DeviceInfo, Gpu, BENCH_PTX, DEFAULT_MAX_REGISTERS, PTX,
-    PTX_FILE_ENV, PTX_HAS_CHECKS,
+    check_layout_stamp, devices, ptx_checks, ptx_defines_kernel, Bound, DeviceInfo, Gpu, BENCH_PTX,
+    DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
 };
 pub use heap::{boot_requested, Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
 pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};

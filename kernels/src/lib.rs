@@ -97,7 +97,7 @@ impl Wait {
     /// A wait of at most `budget_ns` from its first sleep.
     #[inline(always)]
     pub(crate) fn new(budget_ns: u64) -> Self {
-        Self { ns: BACKOFF_MIN_NS, max_ns: BACKOFF_MAX_NS, budget_ns, deadline: 0, rounds: 0 }
+        Self::with_max_sleep(budget_ns, BACKOFF_MAX_NS)
     }
 
     /// A wait whose sleeps double up to `max_ns` (at least `BACKOFF_MIN_NS`) instead of

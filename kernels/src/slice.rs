@@ -116,8 +116,11 @@ pub const FAST_POLL_MAX_SLEEP_NS: u32 = 512;
 /// an H100 SXM's or H200's 132 multiprocessors.
 pub const FAST_POLL_MIN_SHARDS: u32 = 64;
 
-/// Longest single sleep of a taker waiting for an install in a row of `row_shards` slots (see
-/// `Slots::install_max_sleep`).
+/// Longest single sleep of a taker of a row of `row_shards` slots that waits for its slot's
+/// next run (`Slots::take_in_row`): `FAST_POLL_MAX_SLEEP_NS` where a slot serves few
+/// multiprocessors, so that a small launch's warps wake soon after their multiprocessor's
+/// install; `BACKOFF_MAX_NS` where more share a slot, whose waiters' polls would load the word
+/// that its takers and installer update.
 #[inline(always)]
 pub const fn install_max_sleep(row_shards: u32) -> u32 {
     if row_shards >= FAST_POLL_MIN_SHARDS {
@@ -269,16 +272,6 @@ impl<'a> Slots<'a> {
         arch::smid() & (self.layout().row_shards(row) - 1)
     }
 
-    /// Longest single sleep of a taker of row `row` that waits for its slot's next run:
-    /// `FAST_POLL_MAX_SLEEP_NS` where a slot serves few multiprocessors (rows of at least
-    /// `FAST_POLL_MIN_SHARDS` slots), so that a small launch's warps wake soon after
-    /// their multiprocessor's install; `BACKOFF_MAX_NS` where more share a slot, whose
-    /// waiters' polls would load the slot word that its takers and installer update.
-    #[inline(always)]
-    fn install_max_sleep(&self, row: usize) -> u32 {
-        install_max_sleep(self.layout().row_shards(row))
-    }
-
     /// Pace word of slot `shard` of row `row`: when its run was installed (ns, low byte
     /// cleared) and its length in blocks (the low byte).
     #[inline(always)]
@@ -296,7 +289,8 @@ impl<'a> Slots<'a> {
         let per_block = slices_per_block(row_class_kind(row).0);
         // A round is lost only while another warp installs a block, which takes at most
         // FORMAT_WAIT_NS (and usually microseconds).
-        let mut wait = crate::Wait::with_max_sleep(crate::INSTALL_WAIT_NS, self.install_max_sleep(row));
+        let max_sleep = install_max_sleep(self.layout().row_shards(row));
+        let mut wait = crate::Wait::with_max_sleep(crate::INSTALL_WAIT_NS, max_sleep);
         // Trace only: when this taker began to wait, and its polls and `Full` takes.
         let (mut waited_since, mut polls, mut fulls) = (0, 0, 0);
         'take: loop {
