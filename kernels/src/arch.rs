@@ -254,6 +254,21 @@ mod imp {
         static THREAD_INDEX: core::cell::Cell<u64> = core::cell::Cell::new(0);
     }
 
+    // The time this host thread's `globaltimer` reads instead of the wall clock, if set.
+    #[cfg(not(loom))]
+    std::thread_local! {
+        static STILL_CLOCK: core::cell::Cell<Option<u64>> = const { core::cell::Cell::new(None) };
+    }
+
+    /// Stops this host thread's `globaltimer` at `ns` (None: the wall clock again). For CPU
+    /// tests whose outcome would otherwise depend on how fast the host runs: a run's pace
+    /// (`slice::FAST_BLOCK_NS`) compares install times, and a loaded CI core took longer
+    /// between installs than any GPU. Waits still end, after `MAX_WAIT_ROUNDS` sleeps.
+    #[cfg(not(loom))]
+    pub fn set_host_clock(ns: Option<u64>) {
+        STILL_CLOCK.with(|c| c.set(ns));
+    }
+
     /// Sets what `global_thread_x` returns on this host thread (CPU test harnesses).
     pub fn set_host_thread_index(i: u64) {
         THREAD_INDEX.with(|c| c.set(i));
@@ -342,6 +357,9 @@ mod imp {
     #[cfg(not(loom))]
     pub fn globaltimer() -> u64 {
         use std::time::{SystemTime, UNIX_EPOCH};
+        if let Some(ns) = STILL_CLOCK.with(|c| c.get()) {
+            return ns;
+        }
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     }
     pub fn sync_threads() {}
