@@ -115,6 +115,55 @@ fn the_boot_slots_group_keeps_its_second_segment() {
     assert_empty(h);
 }
 
+/// The booted segment after a group's goes back to the segment tree at the claim that leaves
+/// all but `1 / take_back_from(g)` of the group's last booted segment out: half for 24 B
+/// (group 0, whose first booted segment fills before), three quarters for 64 B (group 2,
+/// `TAKE_BACK_LATE_GROUP`), half for 100 B (group 3). Each take here uses up a whole block.
+#[test]
+fn the_take_back_comes_at_each_group_s_threshold() {
+    use veballoc::kernels::block::{
+        class_of, group_blocks_per_segment, group_of, slices_per_block, take_back_from, TAKE_BACK_LATE_GROUP,
+    };
+    set_host_thread_index(0);
+    for size in [24u64, 64, 100] {
+        let cpu = CpuHeap::new(BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP, 1);
+        let h = cpu.heap();
+        for g in 0..BOOT_GROUPS {
+            assert!(h.boot(g), "group {g}");
+        }
+        let c = class_of(size);
+        let g = group_of(c);
+        let bps = group_blocks_per_segment(g) as u64;
+        // Group 0's first booted segment fills first (the take-back skips its own second one).
+        let before = if g == 0 { bps } else { 0 };
+        let per = slices_per_block(c);
+        let mut taken = Vec::new();
+        let mut at = None;
+        while at.is_none() {
+            let t = h.take_slices(c, per).expect("a block");
+            taken.push(t);
+            let s = h.validate().expect("heap consistent");
+            assert!(s.slice_blocks[c] <= before + bps, "{size} B: no take-back in the segment: {s:?}");
+            if s.segments_per_group[g + 1] == 0 {
+                at = Some(s.slice_blocks[c] - before);
+            }
+        }
+        let expect = bps - bps / take_back_from(g) as u64;
+        assert_eq!(at, Some(expect), "{size} B (group {g}): the take-back after this many of {bps} blocks");
+        assert_eq!(take_back_from(g) == 4, g == TAKE_BACK_LATE_GROUP, "{size} B");
+        for t in taken {
+            // take_slices does not mark what it takes (malloc does).
+            if h.checking() {
+                h.hand_out().mark_handed_out(t.base, c, t.got);
+            }
+            for r in 0..t.total() {
+                h.free(t.addr(r, veballoc::kernels::block::slice_bytes(c)) as *mut u8);
+            }
+        }
+        assert_empty(h);
+    }
+}
+
 /// A boot on a heap whose lower segments are all taken puts the booted segments at its top;
 /// a class that then takes half of the last segment looks at the segment after it, past the
 /// heap, for the take-back (`take_back_after`: "does another group keep the one after?").
@@ -203,13 +252,14 @@ fn a_booted_heap_fills_as_far_with_slices() {
 }
 
 /// The take-back of the booted segment after a group's races that segment's own group: threads
-/// burst size `a` past half of its booted segment while two others start on size `b` (the
+/// burst size `a` past its take-back's point (`take_back_from`) while two others start on size `b` (the
 /// next group, booted on the next segment) when about that much of `a` is out, at a point
 /// that moves from round to round. No null, no overlap, every word intact, the heap
 /// validates with everything live and is whole after; `b` ends up either in its booted
 /// segment (kept) or elsewhere (taken back before its first claim).
 #[test]
 fn a_take_back_races_the_next_groups_first_claims() {
+    use veballoc::kernels::block::{class_of, group_of, take_back_from};
     const THREADS: u64 = 8;
     const B_THREADS: u64 = 2;
     for (a, b) in [(128u64, 4096u64), (16, 24), (48, 128)] {
@@ -219,7 +269,9 @@ fn a_take_back_races_the_next_groups_first_claims() {
             let h = cpu.heap();
             boot(h);
             let out_a = AtomicU64::new(0);
-            let go_at = SEGMENT_BYTES / 2 - (round % 8) * (SEGMENT_BYTES / 64);
+            // Around the point where `a`'s take-back comes (`take_back_from`).
+            let from = take_back_from(group_of(class_of(a))) as u64;
+            let go_at = SEGMENT_BYTES - SEGMENT_BYTES / from - (round % 8) * (SEGMENT_BYTES / 64);
             let all: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..THREADS)
                     .map(|t| {
