@@ -1042,6 +1042,50 @@ fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
     assert_empty(h);
 }
 
+/// Installs of the 16-24 and 32-byte groups (segments of several leaf words) take blocks among
+/// the lowest free ones, by a rank a hash of the thread draws (`block::hashes_claims`), not at
+/// a position it draws: with positions, a burst's last installs scattered over their word, and
+/// 1M x 24 B spanned 1.33 times its live bytes on the GPU. Sixteen installs of thread indexes
+/// 0, 7, 14, .. on a new segment stay within the lowest 16 + `HASH_RANK_SPAN` blocks (with
+/// positions this set reached block 62 at both sizes).
+#[test]
+fn installs_of_the_small_groups_take_blocks_among_the_lowest() {
+    use veballoc::kernels::block::{hashes_claims, ranks_claims, HASH_RANK_SPAN};
+    use veballoc::kernels::class::{group_block_bytes, group_of};
+    use veballoc::kernels::heap::HeapLayout;
+    const INSTALLS: u64 = 16;
+    for size in [24u64, 32] {
+        let g = group_of(class_of(size));
+        assert!(hashes_claims(g) && !ranks_claims(g), "{size} B");
+        let cpu = CpuHeap::with_layout(HeapLayout::new(4, 64, veballoc::kernels::CHECKS).with_pin_shift(64));
+        let h = cpu.heap();
+        let mut blocks = Vec::new();
+        let mut ptrs = Vec::new();
+        for t in 0..INSTALLS {
+            set_host_thread_index(t * 7);
+            let p = h.malloc(size);
+            assert!(!p.is_null());
+            let off = p as u64 - h.mem;
+            assert_eq!(off / SEGMENT_BYTES, 0, "one segment holds these blocks");
+            blocks.push(off % SEGMENT_BYTES / group_block_bytes(g));
+            ptrs.push(p);
+        }
+        set_host_thread_index(0);
+        blocks.sort_unstable();
+        blocks.dedup();
+        assert_eq!(blocks.len() as u64, INSTALLS, "{size} B: one block per slot: {blocks:?}");
+        let highest = *blocks.last().unwrap();
+        assert!(
+            highest < INSTALLS + HASH_RANK_SPAN as u64,
+            "{size} B: blocks {blocks:?} spread over the word"
+        );
+        for p in ptrs {
+            h.free(p);
+        }
+        assert_empty(h);
+    }
+}
+
 /// 24-byte slices share group 0 with 16 B (since r36): 2730 to a 64 KiB block, 16 bytes left at
 /// its end. A one-segment heap filled with 24-byte requests (warps of 32; 2730 is no multiple
 /// of 32) hands out every slice of every block, none twice, none in a block's tail, each

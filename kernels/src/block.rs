@@ -172,6 +172,13 @@ impl<'a> GroupTree<'a> {
         self.veb.try_claim_ranked(0, ticket, k).map(|claimed| self.batch(claimed))
     }
 
+    /// Up to `k` consecutive free blocks of the lowest leaf word with one, from its `r * k`-th
+    /// free bit (one pass, see `Veb::try_claim_rank`).
+    #[inline(always)]
+    pub fn try_claim_rank(&self, r: u32, k: u32) -> Option<BlockBatch> {
+        self.veb.try_claim_rank(0, r, k).map(|claimed| self.batch(claimed))
+    }
+
     /// Up to `k` consecutive free blocks of the lowest leaf word with one (one pass, see
     /// `Veb::try_claim_bits`), racers spread from bit `spread`.
     #[inline(always)]
@@ -247,6 +254,30 @@ pub const FORMAT_BURST_BLOCKS: u32 = 64;
 pub const fn ranks_claims(g: usize) -> bool {
     group_blocks_per_segment(g) == crate::veb::WORD_BITS as u32
 }
+
+/// Whether claims of group `g`'s blocks from its tree draw their rank among the leaf word's
+/// free bits from a hash of the thread (`Veb::try_claim_rank`, below `HASH_RANK_SPAN`) instead
+/// of a position in the word: the groups of 16-24 and 32 B, whose segments span two to four
+/// leaf words and whose many slots (one per multiprocessor) install at once. With positions,
+/// the installs at a burst's end scattered over the last word: range / live of 1M x 24 B
+/// 1.32-1.33, ranked by hash 1.26-1.27, 16 B 1.19-1.25 -> 1.09-1.20, at 2^19 threads 16 B
+/// 1.47 -> 1.09-1.19 and 24 B 1.60-1.65 -> 1.44-1.50; 2^20 x 16-64 B and mixed sizes
+/// allocated as fast (mixed up to 512 B 2% faster), 2^15 x 24 B (a first install on 128
+/// multiprocessors at once) 14% slower (H200, NOTES r38 `d/`). Not by the ticket
+/// (`ranks_claims`): that made 16 and 32 B 5-15% slower (r35).
+#[inline(always)]
+pub const fn hashes_claims(g: usize) -> bool {
+    group_blocks_per_segment(g) > crate::veb::WORD_BITS as u32
+}
+
+/// Bits of the claimer's 32-bit hash below the 6 it draws from (`claim_from_tree`): a
+/// position in a leaf word (0..64), or a rank below `HASH_RANK_SPAN` from its remainder.
+const SPREAD_SHIFT: u32 = 32 - crate::veb::WORD_BITS.trailing_zeros();
+
+/// Racers of a hash-ranked claim (`hashes_claims`) draw ranks below this: so that they take
+/// the word's lowest free bits. 16 made 2^20 x 16 B 5% slower (more racers meet on a rank),
+/// 32 left 1M x 24 B at 1.28-1.31 (r38 `d/`).
+pub const HASH_RANK_SPAN: u32 = 24;
 
 /// Concurrent formatters for group `g`.
 #[inline(always)]
@@ -930,12 +961,16 @@ impl<'a> Blocks<'a> {
         // One pass (no exactness check): claim_blocks retries, and confirms "empty" with the
         // exact successor before it reports out of memory.
         let t0 = crate::trace::now();
+        // Racers draw where they try: ranks by the group's ticket, ranks by a hash of the
+        // thread, or positions by that hash (see `ranks_claims`, `hashes_claims`).
+        let hash = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9);
         let got = if ranks_claims(g) {
             self.block_tree(g).try_claim_ranked(self.claim_ticket(g), k)
+        } else if hashes_claims(g) {
+            self.block_tree(g).try_claim_rank((hash >> SPREAD_SHIFT) % HASH_RANK_SPAN, k)
         } else {
             // Racing claimers spread over the bits of the lowest free word (see claim_spread).
-            let spread = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9) >> 26;
-            self.block_tree(g).try_claim_bits(spread, k)
+            self.block_tree(g).try_claim_bits(hash >> SPREAD_SHIFT, k)
         };
         if crate::trace::ON {
             crate::trace::add(self.segs.meta(), crate::trace::Event::TreeNs, crate::trace::now() - t0);

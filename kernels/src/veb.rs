@@ -517,7 +517,24 @@ impl<'a> Veb<'a> {
     pub fn try_claim_ranked(&self, x: u64, ticket: &Atom32, k: u32) -> Option<(u64, u64)> {
         // Relaxed: a counter that only spreads racers' picks; nothing is published through it.
         let t = ticket.fetch_add_relaxed(1);
-        self.claim_bits_pass_with(x, false, |avail| pick_ranked(avail, (t % RANK_SPAN) * k, k))
+        self.claim_rank_pass(x, t % RANK_SPAN, k)
+    }
+
+    /// Like `try_claim_ranked`, but with a rank the caller draws (no ticket): rank `r` takes up
+    /// to `k` consecutive free bits from the word's `r * k`-th free bit (wrapping round its free
+    /// bits). Racers that draw ranks below `span` take bits among the word's lowest `span * k`
+    /// free ones, however full the word is: where a spread (`try_claim_bits`) draws a position,
+    /// racers that find the low bits taken pile onto the next free one, or scatter to the
+    /// word's end.
+    #[inline(never)]
+    pub fn try_claim_rank(&self, x: u64, r: u32, k: u32) -> Option<(u64, u64)> {
+        self.claim_rank_pass(x, r, k)
+    }
+
+    /// One pass of a ranked claim (`try_claim_ranked`, `try_claim_rank`).
+    #[inline(always)]
+    fn claim_rank_pass(&self, x: u64, r: u32, k: u32) -> Option<(u64, u64)> {
+        self.claim_bits_pass_with(x, false, |avail| pick_ranked(avail, r * k, k))
     }
 
     /// One pass of `try_claim_bits` (`exact`: search the leaves, see `next_free`).

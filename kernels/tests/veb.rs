@@ -192,6 +192,31 @@ fn threaded_claim_release() {
     }
 }
 
+/// A claim at a drawn rank (`try_claim_rank`, the 16-32 B groups' installs) takes the word's
+/// rank-th free bit, counting only free bits, and wraps round them when the rank is past the
+/// word's free count: racers stay among the lowest free bits however full the word is.
+#[test]
+fn a_claim_at_a_rank_takes_that_free_bit() {
+    let (w, l) = storage(4096);
+    let t = Veb::new(&w, l);
+    t.insert_range(0, 64);
+    // Bits 0..20 taken: rank 3 is bit 23, the next rank 3 bit 24.
+    for i in 0..20 {
+        assert!(t.remove(i));
+    }
+    assert_eq!(t.try_claim_rank(0, 3, 1), Some((0, 1 << 23)));
+    assert_eq!(t.try_claim_rank(0, 3, 1), Some((0, 1 << 24)));
+    // Runs: rank 2 of runs of 4 starts at free bit 8 (from 0: 20, 21, 22, 25, .. 29, 30).
+    assert_eq!(t.try_claim_rank(0, 2, 4), Some((0, 0b1111 << 30)));
+    // A rank past the free count wraps: with bits 40..43 alone free, rank 4 is
+    // the second of them.
+    for i in 20..64 {
+        t.remove(i);
+    }
+    t.insert_range(40, 3);
+    assert_eq!(t.try_claim_rank(0, 4, 1), Some((0, 1 << 41)));
+}
+
 /// Ranked claims (the block trees' installs): claims that draw consecutive tickets take the
 /// lowest free bits side by side, a claim past the span's end wraps, and threads racing with
 /// ranked claims of runs never take one index twice and leave nothing lost.
