@@ -1001,27 +1001,20 @@ fn a_small_class_s_block_used_up_exactly_leaves_no_block_claimed_ahead() {
     assert_empty(h);
 }
 
-/// Installs of the 48/64-byte group (a segment's 64 blocks in one leaf word) take the lowest
-/// free blocks side by side (claims ranked by the group's ticket, `block::ranks_claims`), not
-/// blocks spread over the whole segment by a hash of the thread: with spreads, a burst's first
-/// blocks reached the segment's end (range / live of 1M x 48 B 1.33 on the GPU).
-#[test]
-fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
-    use veballoc::kernels::block::ranks_claims;
+/// Installs of `size` by threads 0, 7, 14, .. (`installs` of them) on a new four-segment heap
+/// whose every row has 64 slots (each thread installs a block of its own): the blocks' indexes
+/// in segment 0, sorted, one per install. Everything goes back after.
+fn first_install_blocks(size: u64, installs: u64) -> Vec<u64> {
     use veballoc::kernels::class::{group_block_bytes, group_of};
     use veballoc::kernels::heap::HeapLayout;
-    use veballoc::kernels::veb::RANK_SPAN;
-    const INSTALLS: u64 = 16;
-    let g = group_of(class_of(64));
-    assert!(ranks_claims(g) && ranks_claims(group_of(class_of(48))));
-    // Every multiprocessor its own slot (no row sharing), so each "thread" installs a block.
+    let g = group_of(class_of(size));
     let cpu = CpuHeap::with_layout(HeapLayout::new(4, 64, veballoc::kernels::CHECKS).with_pin_shift(64));
     let h = cpu.heap();
     let mut blocks = Vec::new();
     let mut ptrs = Vec::new();
-    for t in 0..INSTALLS {
+    for t in 0..installs {
         set_host_thread_index(t * 7);
-        let p = h.malloc(64);
+        let p = h.malloc(size);
         assert!(!p.is_null());
         let off = p as u64 - h.mem;
         assert_eq!(off / SEGMENT_BYTES, 0, "one segment holds these blocks");
@@ -1031,15 +1024,29 @@ fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
     set_host_thread_index(0);
     blocks.sort_unstable();
     blocks.dedup();
-    assert_eq!(blocks.len() as u64, INSTALLS, "one block per slot: {blocks:?}");
-    // Tickets drawn one after another skip up to RANK_SPAN - 1 free blocks each, the skipped
-    // ones filled by later ranks: 16 installs stay within the segment's lowest 2 * 16 + 1.
-    let highest = *blocks.last().unwrap();
-    assert!(highest <= 2 * RANK_SPAN as u64, "blocks {blocks:?} spread over the segment");
+    assert_eq!(blocks.len() as u64, installs, "{size} B: one block per slot: {blocks:?}");
     for p in ptrs {
         h.free(p);
     }
     assert_empty(h);
+    blocks
+}
+
+/// Installs of the 48/64-byte group (a segment's 64 blocks in one leaf word) take the lowest
+/// free blocks side by side (claims ranked by the group's ticket, `block::ranks_claims`), not
+/// blocks spread over the whole segment by a hash of the thread: with spreads, a burst's first
+/// blocks reached the segment's end (range / live of 1M x 48 B 1.33 on the GPU).
+#[test]
+fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
+    use veballoc::kernels::block::ranks_claims;
+    use veballoc::kernels::class::group_of;
+    use veballoc::kernels::veb::RANK_SPAN;
+    assert!(ranks_claims(group_of(class_of(64))) && ranks_claims(group_of(class_of(48))));
+    let blocks = first_install_blocks(64, 16);
+    // Tickets drawn one after another skip up to RANK_SPAN - 1 free blocks each, the skipped
+    // ones filled by later ranks: 16 installs stay within the segment's lowest 2 * 16 + 1.
+    let highest = *blocks.last().unwrap();
+    assert!(highest <= 2 * RANK_SPAN as u64, "blocks {blocks:?} spread over the segment");
 }
 
 /// Installs of the 16-24 and 32-byte groups (segments of several leaf words) take blocks among
@@ -1051,38 +1058,17 @@ fn installs_of_the_48_64_byte_group_take_the_lowest_blocks() {
 #[test]
 fn installs_of_the_small_groups_take_blocks_among_the_lowest() {
     use veballoc::kernels::block::{hashes_claims, ranks_claims, HASH_RANK_SPAN};
-    use veballoc::kernels::class::{group_block_bytes, group_of};
-    use veballoc::kernels::heap::HeapLayout;
+    use veballoc::kernels::class::group_of;
     const INSTALLS: u64 = 16;
     for size in [24u64, 32] {
         let g = group_of(class_of(size));
         assert!(hashes_claims(g) && !ranks_claims(g), "{size} B");
-        let cpu = CpuHeap::with_layout(HeapLayout::new(4, 64, veballoc::kernels::CHECKS).with_pin_shift(64));
-        let h = cpu.heap();
-        let mut blocks = Vec::new();
-        let mut ptrs = Vec::new();
-        for t in 0..INSTALLS {
-            set_host_thread_index(t * 7);
-            let p = h.malloc(size);
-            assert!(!p.is_null());
-            let off = p as u64 - h.mem;
-            assert_eq!(off / SEGMENT_BYTES, 0, "one segment holds these blocks");
-            blocks.push(off % SEGMENT_BYTES / group_block_bytes(g));
-            ptrs.push(p);
-        }
-        set_host_thread_index(0);
-        blocks.sort_unstable();
-        blocks.dedup();
-        assert_eq!(blocks.len() as u64, INSTALLS, "{size} B: one block per slot: {blocks:?}");
+        let blocks = first_install_blocks(size, INSTALLS);
         let highest = *blocks.last().unwrap();
         assert!(
             highest < INSTALLS + HASH_RANK_SPAN as u64,
             "{size} B: blocks {blocks:?} spread over the word"
         );
-        for p in ptrs {
-            h.free(p);
-        }
-        assert_empty(h);
     }
 }
 
