@@ -116,17 +116,20 @@ fn the_boot_slots_group_keeps_its_second_segment() {
 }
 
 /// The booted segment after a group's goes back to the segment tree at the claim that leaves
-/// all but `1 / take_back_from(g)` of the group's last booted segment out: half for 24 B
-/// (group 0, whose first booted segment fills before), three quarters for 64 B (group 2,
-/// `TAKE_BACK_LATE_GROUP`), half for 100 B (group 3). Each take here uses up a whole block.
+/// half of the group's last booted segment out (`TAKE_BACK_FROM`); a group's own second
+/// booted segment stays its own (24 B: group 0, and 64 B: `BOOT_TWICE_GROUP`, two booted
+/// segments each; 100 B: group 3, one). Each take here uses up a whole block.
 #[test]
-fn the_take_back_comes_at_each_group_s_threshold() {
+fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
     use veballoc::kernels::block::{
-        class_of, group_blocks_per_segment, group_of, slices_per_block, take_back_from, TAKE_BACK_LATE_GROUP,
+        class_of, group_blocks_per_segment, group_of, slices_per_block, TAKE_BACK_FROM,
     };
+    use veballoc::kernels::heap::{boot_segments, BOOT_TWICE_GROUP};
     set_host_thread_index(0);
+    let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    assert_eq!(boot_segments(BOOT_TWICE_GROUP, segments), 2);
     for size in [24u64, 64, 100] {
-        let cpu = CpuHeap::new(BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP, 1);
+        let cpu = CpuHeap::new(segments, 1);
         let h = cpu.heap();
         for g in 0..BOOT_GROUPS {
             assert!(h.boot(g), "group {g}");
@@ -134,8 +137,10 @@ fn the_take_back_comes_at_each_group_s_threshold() {
         let c = class_of(size);
         let g = group_of(c);
         let bps = group_blocks_per_segment(g) as u64;
-        // Group 0's first booted segment fills first (the take-back skips its own second one).
-        let before = if g == 0 { bps } else { 0 };
+        let booted = boot_segments(g, segments) as u64;
+        assert_eq!(booted, if g == 0 || g == BOOT_TWICE_GROUP { 2 } else { 1 }, "{size} B");
+        // The group's booted segments but the last fill first.
+        let before = (booted - 1) * bps;
         let per = slices_per_block(c);
         let mut taken = Vec::new();
         let mut at = None;
@@ -150,14 +155,14 @@ fn the_take_back_comes_at_each_group_s_threshold() {
             }
             taken.push(t);
             let s = h.validate().expect("heap consistent");
-            assert!(s.slice_blocks[c] <= before + bps, "{size} B: no take-back in the segment: {s:?}");
+            assert!(s.slice_blocks[c] <= booted * bps, "{size} B: no take-back in its segments: {s:?}");
+            assert_eq!(s.segments_per_group[g], booted, "{size} B: its own booted segments kept: {s:?}");
             if s.segments_per_group[g + 1] == 0 {
-                at = Some(s.slice_blocks[c] - before);
+                at = Some(s.slice_blocks[c]);
             }
         }
-        let expect = bps - bps / take_back_from(g) as u64;
-        assert_eq!(at, Some(expect), "{size} B (group {g}): the take-back after this many of {bps} blocks");
-        assert_eq!(take_back_from(g) == 4, g == TAKE_BACK_LATE_GROUP, "{size} B");
+        let expect = before + bps - bps / TAKE_BACK_FROM as u64;
+        assert_eq!(at, Some(expect), "{size} B (group {g}): the take-back after this many blocks");
         for t in taken {
             for r in 0..t.total() {
                 h.free(t.addr(r, veballoc::kernels::block::slice_bytes(c)) as *mut u8);
@@ -255,14 +260,15 @@ fn a_booted_heap_fills_as_far_with_slices() {
 }
 
 /// The take-back of the booted segment after a group's races that segment's own group: threads
-/// burst size `a` past its take-back's point (`take_back_from`) while two others start on size `b` (the
+/// burst size `a` past half of its last booted segment while two others start on size `b` (the
 /// next group, booted on the next segment) when about that much of `a` is out, at a point
 /// that moves from round to round. No null, no overlap, every word intact, the heap
 /// validates with everything live and is whole after; `b` ends up either in its booted
 /// segment (kept) or elsewhere (taken back before its first claim).
 #[test]
 fn a_take_back_races_the_next_groups_first_claims() {
-    use veballoc::kernels::block::{class_of, group_of, take_back_from};
+    use veballoc::kernels::block::{class_of, group_of};
+    use veballoc::kernels::heap::boot_segments;
     const THREADS: u64 = 8;
     const B_THREADS: u64 = 2;
     for (a, b) in [(128u64, 4096u64), (16, 24), (48, 128)] {
@@ -272,9 +278,9 @@ fn a_take_back_races_the_next_groups_first_claims() {
             let h = cpu.heap();
             boot(h);
             let out_a = AtomicU64::new(0);
-            // Around the point where `a`'s take-back comes (`take_back_from`).
-            let from = take_back_from(group_of(class_of(a))) as u64;
-            let go_at = SEGMENT_BYTES - SEGMENT_BYTES / from - (round % 8) * (SEGMENT_BYTES / 64);
+            // Around half of `a`'s last booted segment, where its take-back comes.
+            let first = (boot_segments(group_of(class_of(a)), segments) as u64 - 1) * SEGMENT_BYTES;
+            let go_at = first + SEGMENT_BYTES / 2 - (round % 8) * (SEGMENT_BYTES / 64);
             let all: Vec<Vec<(u64, u64)>> = std::thread::scope(|s| {
                 let hs: Vec<_> = (0..THREADS)
                     .map(|t| {
@@ -288,8 +294,11 @@ fn a_take_back_races_the_next_groups_first_claims() {
                                 }
                             }
                             let size = if is_b { b } else { a };
-                            let budget =
-                                if is_b { 2 * MIB } else { SEGMENT_BYTES * 5 / 4 / (THREADS - B_THREADS) };
+                            let budget = if is_b {
+                                2 * MIB
+                            } else {
+                                (first + SEGMENT_BYTES * 5 / 4) / (THREADS - B_THREADS)
+                            };
                             let (mut mine, mut asked) = (Vec::new(), 0);
                             while asked < budget {
                                 for p in cpu.warp_malloc(&[size; 32]) {

@@ -831,9 +831,10 @@ fn boot_formats_the_small_groups_ahead() {
     assert_eq!(boot_groups(BOOT_SEGMENTS_PER_GROUP - 1), 0);
     assert_eq!(boot_groups(2 * BOOT_SEGMENTS_PER_GROUP), 2);
     let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
-    // Group 0 (16 B, whose slots the boot fills) gets two segments, the others one.
+    // Group 0 (16 B, whose slots the boot fills) and the 48-64 B group get two segments, the
+    // others one.
     let booted: u32 = (0..BOOT_GROUPS).map(|g| boot_segments(g, segments)).sum();
-    assert_eq!(booted, BOOT_GROUPS as u32 + 1);
+    assert_eq!(booted, BOOT_GROUPS as u32 + 2);
     assert_eq!(boot_segments(0, BOOT_SEGMENTS_PER_GROUP), 1, "one group: one segment");
     let cpu = CpuHeap::new(segments, 1);
     let h = cpu.heap();
@@ -863,22 +864,26 @@ fn boot_formats_the_small_groups_ahead() {
 #[test]
 fn a_booted_class_grows_into_the_next_booted_segment() {
     use std::collections::BTreeSet;
-    use veballoc::kernels::heap::{BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
-    // 128 B is booted on segment 4 (group 3 of 0..5; group 0 has segments 0 and 1), 4 KiB
-    // on segment 5.
+    use veballoc::kernels::heap::{boot_segments, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP};
+    let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    // The groups boot in order on the lowest segments: group g's first is after the others'.
+    let first = |g: usize| (0..g).map(|x| boot_segments(x, segments) as u64).sum::<u64>();
+    // 128 B is booted on segment 5 (group 3 of 0..5; groups 0 and 2 have two segments each),
+    // 4 KiB on segment 6.
     let size = 128u64;
     assert_eq!(veballoc::kernels::block::group_of(class_of(size)), 3);
     assert_eq!(veballoc::kernels::block::group_of(class_of(4096)), 4);
-    // With segment 5 in use by its group, 128 B grows into segment 3 (group 2's, unused: the
-    // booted segment before), not past every booted segment (segment 6).
-    for (busy_next, expect) in [(false, [4u64, 5]), (true, [3, 4])] {
-        let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    let (s128, s4k) = (first(3), first(4));
+    assert_eq!((s128, s4k), (5, 6));
+    // With segment 6 in use by its group, 128 B grows into segment 4 (group 2's second, unused:
+    // the booted segment before), not past every booted segment (segment 7).
+    for (busy_next, expect) in [(false, [s128, s128 + 1]), (true, [s128 - 1, s128])] {
         let cpu = CpuHeap::new(segments, 1);
         let h = cpu.heap();
         for g in 0..BOOT_GROUPS {
             assert!(h.boot(g), "group {g}");
         }
-        // Segment 5's group in use: it is not taken back from under it.
+        // Segment 6's group in use: it is not taken back from under it.
         let other = if busy_next { h.malloc(4096) } else { core::ptr::null_mut() };
         let n = SEGMENT_BYTES / size + 1024;
         let ptrs: Vec<_> = (0..n).map(|_| h.malloc(size)).collect();
@@ -887,7 +892,7 @@ fn a_booted_class_grows_into_the_next_booted_segment() {
         let segs: BTreeSet<u64> = ptrs.iter().map(|&p| (p as u64 - base) / SEGMENT_BYTES).collect();
         assert_eq!(segs.into_iter().collect::<Vec<_>>(), expect, "busy_next {busy_next}");
         if busy_next {
-            assert_eq!((other as u64 - base) / SEGMENT_BYTES, 5);
+            assert_eq!((other as u64 - base) / SEGMENT_BYTES, s4k);
         }
         h.validate().expect("heap consistent");
         for p in ptrs {

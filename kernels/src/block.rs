@@ -299,35 +299,13 @@ pub const MAX_FORMAT_BATCH: u32 = 16;
 /// segments up).
 pub const BOOTED_SEGMENTS: u32 = 64;
 /// `Blocks::take_back_after` takes the next booted segment back once all but
-/// `1 / take_back_from(g)` of a segment of group `g` is out: `TAKE_BACK_FROM`, but
-/// `TAKE_BACK_FROM_LATE` for the group of 48 and 64 B (`TAKE_BACK_LATE_GROUP`).
-#[inline(always)]
-pub const fn take_back_from(g: usize) -> u32 {
-    if g == TAKE_BACK_LATE_GROUP {
-        TAKE_BACK_FROM_LATE
-    } else {
-        TAKE_BACK_FROM
-    }
-}
-/// Half: early enough that the reclaim is done before the group formats again. With a
-/// quarter left, a burst of 2^20 x 16 B on 132 multiprocessors used its last 64 blocks while
-/// the reclaim ran, formatted segment 5, and spanned 5.5 times its live bytes (H200, NOTES r32
-/// `take2/`); 2^20 x 24 B 3.99 times (r37 `n/`). Groups 1 and 3 at three quarters gained
-/// nothing measured (r38 `a/`).
+/// `1 / TAKE_BACK_FROM` of a segment's blocks are out: early enough that the reclaim is done
+/// before the group formats again. With a quarter left, a burst of 2^20 x 16 B on 132
+/// multiprocessors used its last 64 blocks while the reclaim ran, formatted segment 5, and
+/// spanned 5.5 times its live bytes (H200, NOTES r32 `take2/`); three quarters for the groups
+/// above 16-24 B made 2^14 x 64 B 30% faster (the take-back fell inside that launch), but a
+/// second booted segment for that group did as well without it (r38 `b/`, `h/`).
 pub const TAKE_BACK_FROM: u32 = 2;
-/// Three quarters, for `TAKE_BACK_LATE_GROUP`: the take-back is a reclaim (7-9 us) in an
-/// installer's path, and a burst of 2^14 x 48 or 64 B takes 36 of the group's 64 blocks (one
-/// per slot it reaches). With the take-back at half it took 0.030-0.033 ms, at three quarters
-/// 0.020-0.023; from 24576 threads on, past 48 blocks, both take the same. Range / live of
-/// 48 and 64 B at 2^16-2^20 threads unchanged (H200, NOTES r38 `b/`).
-pub const TAKE_BACK_FROM_LATE: u32 = 4;
-/// The group that takes its booted segment's successor back at `TAKE_BACK_FROM_LATE`: 48 and
-/// 64 B, 64 blocks of 256 KiB a segment.
-pub const TAKE_BACK_LATE_GROUP: usize = 2;
-const _: () = assert!(
-    crate::class::group_of(crate::class::class_of(48)) == TAKE_BACK_LATE_GROUP
-        && crate::class::group_of(crate::class::class_of(64)) == TAKE_BACK_LATE_GROUP
-);
 
 /// Block in its tree (parked), or never used: zero, so that a freshly formatted segment's
 /// blocks read as free. A `free` that finds it is a double free (or a foreign pointer), which
@@ -1198,7 +1176,7 @@ impl<'a> Blocks<'a> {
     }
 
     /// After a claim of blocks in segment `seg` for group `g`, with `booted` (`booted_hint`)
-    /// not zero: once all but `1 / take_back_from(g)` of the segment's blocks are out, takes
+    /// not zero: once all but `1 / TAKE_BACK_FROM` of the segment's blocks are out, takes
     /// back the booted segment right after it, or if another group keeps that one, the one
     /// right before it, if no block of it is out (its group has not used it), so that the group's
     /// next format gets it (the lowest free segment then) and its segments stay side by side.
@@ -1234,7 +1212,7 @@ impl<'a> Blocks<'a> {
         let bps = group_blocks_per_segment(g);
         // Relaxed: a hint of how full the segment is (the blocks a claim takes are spread
         // over its lowest free word, so the claim's index says little).
-        if self.segs.seg_out(seg).load_relaxed() & OUT_COUNT_MASK < bps - bps / take_back_from(g) {
+        if self.segs.seg_out(seg).load_relaxed() & OUT_COUNT_MASK < bps - bps / TAKE_BACK_FROM {
             return;
         }
         // Our group's own segment is kept (see above).

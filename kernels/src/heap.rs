@@ -134,7 +134,7 @@ pub const fn takes_unit_run(size: u64) -> bool {
 pub const BOOT_GROUPS: usize = 5;
 /// Segments of heap per group formatted ahead: a heap of fewer than `BOOT_GROUPS` times this
 /// many formats fewer groups ahead (none under this many), so that at most 1/16 of it is
-/// (3/32 with the second segment of `boot_segments`).
+/// (5/48 with the second segments of `boot_segments`).
 pub const BOOT_SEGMENTS_PER_GROUP: u32 = 16;
 
 /// How many groups (0, 1, ...) a heap of `num_segments` segments formats a segment ahead for.
@@ -150,20 +150,34 @@ pub const fn boot_groups(num_segments: u32) -> usize {
 
 /// Segments the boot formats ahead for group `g` in a heap of `num_segments` segments: one
 /// for each of the first `boot_groups` groups, two for the group whose slots the boot fills
-/// (`DeviceHeap::boot_slot`) when more than one group boots. The first installs after those
-/// blocks all come at once, one per multiprocessor, and found half of a single booted segment
-/// taken: the take-back of the next group's segment then ran while they formatted past it
-/// (r33: range / live of 2^20 x 16 B 5.5 against 1.45).
+/// (`DeviceHeap::boot_slot`) and for `BOOT_TWICE_GROUP` when more than one group boots. The
+/// first installs after the boot's blocks all come at once, one per multiprocessor, and found
+/// half of a single booted segment taken: the take-back of the next group's segment then ran
+/// while they formatted past it (r33: range / live of 2^20 x 16 B 5.5 against 1.45).
 pub const fn boot_segments(g: usize, num_segments: u32) -> u32 {
     let groups = boot_groups(num_segments);
     if g >= groups {
         0
-    } else if g == group_of(BOOT_SLOT_CLASS) && groups > 1 {
+    } else if (g == group_of(BOOT_SLOT_CLASS) || g == BOOT_TWICE_GROUP) && groups > 1 {
         2
     } else {
         1
     }
 }
+
+/// The group of 48 and 64 B, which the boot formats two segments ahead for
+/// (`boot_segments`): its segment holds 64 blocks, as many as each of its two rows has slots
+/// in a heap of 8 GiB, so a launch that reaches every slot of one class (2^15 threads and
+/// up) took the whole segment and waited for a format and for the take-back of the next
+/// group's segment inside an install. With two: 2^16 x 64 B 0.030-0.035 ->
+/// 0.025-0.029 ms, 2^18 0.057-0.062 -> 0.048-0.052, 2^20 x 48 B 0.110-0.114 -> 0.101-0.105,
+/// 64 B 0.125-0.126 -> 0.115-0.116, mixed up to 64 B 0.139-0.143 -> 0.129-0.132; range / live
+/// of 2^18 x 64 B 1.64-1.77 -> 1.05-1.27, mixed up to 64 B 2.80-3.00 -> 2.63-2.64, the rest
+/// unchanged (H200, NOTES r38 `h/`). Not for the 32 B group as well: 1M x 32 B then spanned 3.2
+/// times its live bytes in two rounds of three (r38 `g/`).
+pub const BOOT_TWICE_GROUP: usize = 2;
+const _: () =
+    assert!(group_of(class_of(48)) == BOOT_TWICE_GROUP && group_of(class_of(64)) == BOOT_TWICE_GROUP);
 
 /// Bits of the slice count in the word a group leader shares (the class served is above).
 const GOT_BITS: u32 = 14;
@@ -1086,7 +1100,8 @@ impl DeviceHeap {
 
     /// The boot of a new heap (`veballoc_boot`, the groups in order; the host's `Heap::boot`,
     /// which every new heap runs): formats one segment ahead for group `g` (see
-    /// `Blocks::preformat`; two for the 16-byte class's group, see `boot_segments`) if
+    /// `Blocks::preformat`; two for the 16-byte class's group and for 48-64 B, see
+    /// `boot_segments`) if
     /// `g < boot_groups(..)` and its tree has no free block, so that the first mallocs of a
     /// kernel on a new heap take blocks from the tree rather than wait for a format. A class
     /// that outgrows its booted segments goes on in the next booted segment if that one's
