@@ -29,6 +29,10 @@ fn random_size(rng: &mut StdRng) -> u64 {
     }
 }
 
+/// Where the tests that need a still host clock stop it (`arch::set_host_clock`): any time far
+/// from zero (a slot's pace word keeps the install time's upper bits, and zero means "none").
+const STILL_CLOCK_NS: u64 = 1 << 40;
+
 fn assert_empty(h: &DeviceHeap) {
     h.trim();
     let s = h.validate().expect("heap consistent");
@@ -657,7 +661,7 @@ fn fast_slots_take_runs_of_blocks() {
 #[test]
 fn the_sweep_before_a_null_gives_back_every_untouched_block() {
     const SEGMENTS: u32 = 4;
-    veballoc::kernels::arch::set_host_clock(Some(1 << 40));
+    veballoc::kernels::arch::set_host_clock(Some(STILL_CLOCK_NS));
     let cpu = CpuHeap::new(SEGMENTS, 1);
     let h = cpu.heap();
     let (small, large) = (2560u64, 4096u64);
@@ -682,6 +686,7 @@ fn the_sweep_before_a_null_gives_back_every_untouched_block() {
         h.free(p);
     }
     assert_empty(h);
+    veballoc::kernels::arch::set_host_clock(None);
 }
 
 /// A take that crosses the end of a block of the slot's run comes in two pieces: the rest of
@@ -692,7 +697,7 @@ fn the_sweep_before_a_null_gives_back_every_untouched_block() {
 #[test]
 fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     use veballoc::kernels::slice::max_run;
-    veballoc::kernels::arch::set_host_clock(Some(1 << 40));
+    veballoc::kernels::arch::set_host_clock(Some(STILL_CLOCK_NS));
     let size = 3072u64;
     let c = class_of(size);
     let per = slices_per_block(c);
@@ -736,6 +741,7 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
         h.free(p as *mut u8);
     }
     assert_empty(h);
+    veballoc::kernels::arch::set_host_clock(None);
 }
 
 /// Runs of whole blocks (here 300000 B: five 64 KiB blocks) come from their group's run row:

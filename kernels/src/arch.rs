@@ -263,7 +263,8 @@ mod imp {
     /// Stops this host thread's `globaltimer` at `ns` (None: the wall clock again). For CPU
     /// tests whose outcome would otherwise depend on how fast the host runs: a run's pace
     /// (`slice::FAST_BLOCK_NS`) compares install times, and a loaded CI core took longer
-    /// between installs than any GPU. Waits still end, after `MAX_WAIT_ROUNDS` sleeps.
+    /// between installs than any GPU. Waits still end, after `MAX_WAIT_ROUNDS` sleeps (2^20
+    /// yields on the host). Tests that set it set `None` again when done.
     #[cfg(not(loom))]
     pub fn set_host_clock(ns: Option<u64>) {
         STILL_CLOCK.with(|c| c.set(ns));

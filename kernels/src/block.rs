@@ -255,28 +255,30 @@ pub const fn ranks_claims(g: usize) -> bool {
     group_blocks_per_segment(g) == crate::veb::WORD_BITS as u32
 }
 
-/// Whether claims of group `g`'s blocks from its tree draw their rank among the leaf word's
-/// free bits from a hash of the thread (`Veb::try_claim_rank`, below `HASH_RANK_SPAN`) instead
-/// of a position in the word: the groups of 16-24 and 32 B, whose segments span two to four
-/// leaf words and whose many slots (one per multiprocessor) install at once. With positions,
-/// the installs at a burst's end scattered over the last word: range / live of 1M x 24 B
-/// 1.32-1.33, ranked by hash 1.26-1.27, 16 B 1.19-1.25 -> 1.09-1.20, at 2^19 threads 16 B
-/// 1.47 -> 1.09-1.19 and 24 B 1.60-1.65 -> 1.44-1.50; 2^20 x 16-64 B and mixed sizes
-/// allocated as fast (mixed up to 512 B 2% faster), 2^15 x 24 B (a first install on 128
-/// multiprocessors at once) 14% slower (H200, NOTES r38 `d/`). Not by the ticket
-/// (`ranks_claims`): that made 16 and 32 B 5-15% slower (r35).
+/// Whether claims of group `g`'s blocks from its tree draw a rank among the leaf word's free
+/// bits from a hash of the thread (`Veb::try_claim_rank`) instead of a position in the word:
+/// the 16-24 and 32 B groups, whose segments span two to four leaf words and whose slots (one
+/// per multiprocessor) install at once at a burst's end. With positions those last installs
+/// scattered over their word: range / live of 1M x 24 B 1.32-1.33, with ranks 1.26-1.27, at no
+/// cost at 2^20 threads (H200, NOTES r38 `d/`). Not by the ticket (`ranks_claims`): 16 and
+/// 32 B allocated 5-15% slower (r35).
 #[inline(always)]
 pub const fn hashes_claims(g: usize) -> bool {
     group_blocks_per_segment(g) > crate::veb::WORD_BITS as u32
 }
 
+/// The odd multiplier (2^32 over the golden ratio) that hashes a claimer's thread index, so
+/// that neighbouring threads draw far-apart positions or ranks (`claim_from_tree`).
+const THREAD_HASH_MUL: u32 = 0x9e37_79b9;
+
 /// Bits of the claimer's 32-bit hash below the 6 it draws from (`claim_from_tree`): a
 /// position in a leaf word (0..64), or a rank below `HASH_RANK_SPAN` from its remainder.
 const SPREAD_SHIFT: u32 = 32 - crate::veb::WORD_BITS.trailing_zeros();
 
-/// Racers of a hash-ranked claim (`hashes_claims`) draw ranks below this: so that they take
-/// the word's lowest free bits. 16 made 2^20 x 16 B 5% slower (more racers meet on a rank),
-/// 32 left 1M x 24 B at 1.28-1.31 (r38 `d/`).
+/// Racers of a hash-ranked claim (`hashes_claims`) draw ranks below this, so that they take
+/// the word's lowest free bits. The rank is the 6-bit draw modulo 24: ranks 0-15 come 3 times
+/// in 64, 16-23 twice, as measured. 16 made 2^20 x 16 B 5% slower (more racers meet on a
+/// rank), 32 left 1M x 24 B at 1.28-1.31 (r38 `c/`, `d/`).
 pub const HASH_RANK_SPAN: u32 = 24;
 
 /// Concurrent formatters for group `g`.
@@ -941,7 +943,7 @@ impl<'a> Blocks<'a> {
         let t0 = crate::trace::now();
         // Racers draw where they try: ranks by the group's ticket, ranks by a hash of the
         // thread, or positions by that hash (see `ranks_claims`, `hashes_claims`).
-        let hash = (crate::arch::global_thread_x() as u32).wrapping_mul(0x9e37_79b9);
+        let hash = (crate::arch::global_thread_x() as u32).wrapping_mul(THREAD_HASH_MUL);
         let got = if ranks_claims(g) {
             self.block_tree(g).try_claim_ranked(self.claim_ticket(g), k)
         } else if hashes_claims(g) {

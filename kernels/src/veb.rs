@@ -522,10 +522,10 @@ impl<'a> Veb<'a> {
 
     /// Like `try_claim_ranked`, but with a rank the caller draws (no ticket): rank `r` takes up
     /// to `k` consecutive free bits from the word's `r * k`-th free bit (wrapping round its free
-    /// bits). Racers that draw ranks below `span` take bits among the word's lowest `span * k`
-    /// free ones, however full the word is: where a spread (`try_claim_bits`) draws a position,
-    /// racers that find the low bits taken pile onto the next free one, or scatter to the
-    /// word's end.
+    /// bits; `r * k` must not overflow). Racers that draw ranks below some `n` take bits among
+    /// the word's lowest `n * k` free ones, however full the word is: where a spread
+    /// (`try_claim_bits`) draws a position, racers that find the low bits taken pile onto the
+    /// next free one, or scatter to the word's end.
     #[inline(never)]
     pub fn try_claim_rank(&self, x: u64, r: u32, k: u32) -> Option<(u64, u64)> {
         self.claim_rank_pass(x, r, k)
