@@ -195,6 +195,50 @@ fn a_claim_sees_an_insert_through_another_inserts_rmw() {
     });
 }
 
+/// Claims at drawn ranks (`try_claim_rank`, the 16-32 B groups' installs) race an insert of
+/// two items into one word: ranks 0 and 1, each of which may wrap round the word's free bits
+/// when it finds fewer free than its rank. Each claimer that gets an index writes its item
+/// (loom checks that the insert's write happens before); no index is taken twice, and what
+/// nobody took stays in the tree.
+#[test]
+fn rank_claims_race_an_insert() {
+    loom::model(|| {
+        let t = tree_of(128);
+        let items = Items::new();
+        let (tp, ip) = (t.clone(), items.clone());
+        let inserter = thread::spawn(move || {
+            ip.write(0, 1);
+            ip.write(1, 1);
+            Veb::new(&tp.0, tp.1).insert_range(64, 2);
+        });
+        let claimers: Vec<_> = (0..2u32)
+            .map(|r| {
+                let (tc, ic) = (t.clone(), items.clone());
+                thread::spawn(move || {
+                    let got = Veb::new(&tc.0, tc.1).try_claim_rank(0, r, 1);
+                    if let Some((w, bits)) = got {
+                        assert_eq!(bits.count_ones(), 1);
+                        let i = w * 64 + bits.trailing_zeros() as u64;
+                        ic.write((i - 64) as usize, 2);
+                        Some(i)
+                    } else {
+                        None
+                    }
+                })
+            })
+            .collect();
+        inserter.join().unwrap();
+        let got: Vec<u64> = claimers.into_iter().filter_map(|c| c.join().unwrap()).collect();
+        if let [a, b] = got[..] {
+            assert_ne!(a, b, "one index claimed twice");
+        }
+        let v = Veb::new(&t.0, t.1);
+        for i in [64u64, 65] {
+            assert_eq!(v.contains(i), !got.contains(&i), "index {i}: claimed {got:?}");
+        }
+    });
+}
+
 /// Two claimers race for one free index: exactly one wins.
 #[test]
 fn claim_is_exclusive() {
