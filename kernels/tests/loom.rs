@@ -128,6 +128,17 @@ impl Items {
     }
 }
 
+/// A thread that writes items 0 and 1, then publishes indexes 64 and 65 with one
+/// `insert_range` (fence, relaxed RMW).
+fn insert_two_items(t: &Arc<(Vec<Atom64>, VebLayout)>, items: &Arc<Items>) -> thread::JoinHandle<()> {
+    let (tp, ip) = (t.clone(), items.clone());
+    thread::spawn(move || {
+        ip.write(0, 1);
+        ip.write(1, 1);
+        Veb::new(&tp.0, tp.1).insert_range(64, 2);
+    })
+}
+
 /// A claim's RMW acquires only (r33: the release fence of an acq_rel RMW was on every
 /// install's path). One inserter writes two items and publishes both with one `insert_range`
 /// (fence, relaxed RMW); two claimers take one each. The second may read the first claim's
@@ -139,12 +150,7 @@ fn a_claim_that_reads_another_claim_sees_the_insert() {
     loom::model(|| {
         let t = tree_of(128);
         let items = Items::new();
-        let (tp, ip) = (t.clone(), items.clone());
-        let inserter = thread::spawn(move || {
-            ip.write(0, 1);
-            ip.write(1, 1);
-            Veb::new(&tp.0, tp.1).insert_range(64, 2);
-        });
+        let inserter = insert_two_items(&t, &items);
         let claimers: Vec<_> = (0..2)
             .map(|i| {
                 let (tc, ic) = (t.clone(), items.clone());
@@ -205,12 +211,7 @@ fn rank_claims_race_an_insert() {
     loom::model(|| {
         let t = tree_of(128);
         let items = Items::new();
-        let (tp, ip) = (t.clone(), items.clone());
-        let inserter = thread::spawn(move || {
-            ip.write(0, 1);
-            ip.write(1, 1);
-            Veb::new(&tp.0, tp.1).insert_range(64, 2);
-        });
+        let inserter = insert_two_items(&t, &items);
         let claimers: Vec<_> = (0..2u32)
             .map(|r| {
                 let (tc, ic) = (t.clone(), items.clone());
