@@ -259,8 +259,8 @@ pub const fn ranks_claims(g: usize) -> bool {
 /// bits from a hash of the thread (`Veb::try_claim_rank`) instead of a position in the word:
 /// the 16-24 and 32 B groups, whose segments span two to four leaf words and whose slots (one
 /// per multiprocessor) install at once at a burst's end. With positions those last installs
-/// scattered over their word: range / live of 1M x 24 B 1.32-1.33, with ranks 1.26-1.27, at no
-/// cost at 2^20 threads (H200, NOTES r38 `d/`). Not by the ticket (`ranks_claims`): 16 and
+/// scattered over their word: range / live of 1M x 24 B 1.32-1.33, with ranks 1.26-1.30, at no
+/// cost at 2^20 threads (H200, NOTES r38 `d/`, `h/`, `i/`). Not by the ticket (`ranks_claims`): 16 and
 /// 32 B allocated 5-15% slower (r35).
 #[inline(always)]
 pub const fn hashes_claims(g: usize) -> bool {
@@ -304,9 +304,10 @@ pub const BOOTED_SEGMENTS: u32 = 64;
 /// `1 / TAKE_BACK_FROM` of a segment's blocks are out: early enough that the reclaim is done
 /// before the group formats again. With a quarter left, a burst of 2^20 x 16 B on 132
 /// multiprocessors used its last 64 blocks while the reclaim ran, formatted segment 5, and
-/// spanned 5.5 times its live bytes (H200, NOTES r32 `take2/`); three quarters for the groups
-/// above 16-24 B made 2^14 x 64 B 30% faster (the take-back fell inside that launch), but a
-/// second booted segment for that group did as well without it (r38 `b/`, `h/`).
+/// spanned 5.5 times its live bytes (H200, NOTES r32 `take2/`). Three quarters for the 48-64 B
+/// group made 2^14 x 64 B 30% faster (the take-back fell inside that launch), but that group's
+/// second booted segment (`heap::BOOT_TWICE_GROUP`) did as well at half, and mixed bursts
+/// spanned less (r38 `b/`, `h/`).
 pub const TAKE_BACK_FROM: u32 = 2;
 
 /// Block in its tree (parked), or never used: zero, so that a freshly formatted segment's
