@@ -13,7 +13,7 @@ use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP, BOOT_SLOT_CLASS};
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
 
-use common::{assert_empty, check, fill};
+use common::{assert_empty, check, fill, mark_taken};
 
 const MIB: u64 = 1 << 20;
 
@@ -146,13 +146,7 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
         let mut at = None;
         while at.is_none() {
             let t = h.take_slices(c, per).expect("a block");
-            // take_slices does not mark what it takes (malloc does); the validator checks marks.
-            if h.checking() {
-                h.hand_out().mark_handed_out(t.base, c, t.got);
-                if t.got2 > 0 {
-                    h.hand_out().mark_handed_out(t.base2, c, t.got2);
-                }
-            }
+            mark_taken(h, c, &t);
             taken.push(t);
             let s = h.validate().expect("heap consistent");
             assert!(s.slice_blocks[c] <= booted * bps, "{size} B: no take-back in its segments: {s:?}");

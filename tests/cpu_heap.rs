@@ -705,15 +705,7 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     assert!(max_run(c) >= 2);
     let cpu = CpuHeap::new(2, 1);
     let h = cpu.heap();
-    let mark = |t: &veballoc::kernels::slice::Taken| {
-        if h.checking() {
-            // take_slices does not mark what it takes (malloc does).
-            h.hand_out().mark_handed_out(t.base, c, t.got);
-            if t.got2 > 0 {
-                h.hand_out().mark_handed_out(t.base2, c, t.got2);
-            }
-        }
-    };
+    let mark = |t: &veballoc::kernels::slice::Taken| common::mark_taken(h, c, t);
     // A whole block at once: the slot's next run is two blocks (it ran out at once).
     let first = h.take_slices(c, per).expect("a block");
     assert_eq!((first.got, first.got2), (per, 0));

@@ -168,12 +168,7 @@ mod stress {
                                     let c = class_of(size);
                                     let n = rng.gen_range(33..=1024);
                                     if let Some(tk) = h.take_slices(c, n) {
-                                        if h.checking() {
-                                            h.hand_out().mark_handed_out(tk.base, c, tk.got);
-                                            if tk.got2 > 0 {
-                                                h.hand_out().mark_handed_out(tk.base2, c, tk.got2);
-                                            }
-                                        }
+                                        common::mark_taken(h, c, &tk);
                                         let s = veballoc::kernels::block::slice_bytes(c);
                                         got.extend((0..tk.total()).map(|r| tk.addr(r, s)));
                                     }

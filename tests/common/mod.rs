@@ -33,6 +33,19 @@ pub fn assert_empty(h: &veballoc::kernels::DeviceHeap) {
     assert_eq!(s.free_segments, h.layout().num_segments as u64, "every segment back in the tree: {s:?}");
 }
 
+/// Marks the slices of take `t` of class `c` handed out in a heap with the checks
+/// (`take_slices` leaves that to its caller, as `malloc` does it; the validator checks the
+/// marks): both pieces of a take that crosses a block of its run.
+#[allow(dead_code)] // not every test binary that includes this module calls it
+pub fn mark_taken(h: &veballoc::kernels::DeviceHeap, c: usize, t: &veballoc::kernels::slice::Taken) {
+    if h.checking() {
+        h.hand_out().mark_handed_out(t.base, c, t.got);
+        if t.got2 > 0 {
+            h.hand_out().mark_handed_out(t.base2, c, t.got2);
+        }
+    }
+}
+
 fn spans(size: u64) -> Vec<(u64, u64)> {
     let size = size / 8 * 8;
     const EDGE: u64 = 4096;
