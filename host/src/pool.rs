@@ -207,8 +207,10 @@ impl<M> Pool<M> {
         Ok(())
     }
 
-    /// Moves pending ranges whose stream has passed the free into the free lists.
-    fn settle_pending<S: SegmentSource<Mark = M>>(&mut self, src: &S) {
+    /// Moves pending ranges whose stream has passed the free into the free lists, and
+    /// returns wholly free segments over the release threshold (as a synchronous free does).
+    fn settle_pending<S: SegmentSource<Mark = M>>(&mut self, src: &S) -> Result<()> {
+        let before = self.pending.len();
         let mut i = 0;
         while i < self.pending.len() {
             if src.passed(&self.pending[i].mark) {
@@ -218,6 +220,10 @@ impl<M> Pool<M> {
                 i += 1;
             }
         }
+        if self.pending.len() < before && self.idle_bytes() > self.release_threshold {
+            self.release_idle(src, self.release_threshold)?;
+        }
+        Ok(())
     }
 
     /// Takes `bytes` of a range freed on `stream` whose free may not have run yet, after
@@ -278,6 +284,7 @@ impl<M> Pool<M> {
         if bytes == 0 {
             return Err(Error::ZeroSizedAlloc);
         }
+        self.settle_pending(src)?;
         if bytes > SUB_MAX_BYTES {
             // More segments than a u32 counts is more than any heap has.
             let k = u32::try_from(bytes.div_ceil(SEGMENT_BYTES))
@@ -296,7 +303,6 @@ impl<M> Pool<M> {
             return Ok(addr);
         }
         let bytes = round_up(bytes);
-        self.settle_pending(src);
         let fit = match self.take_fit(bytes) {
             Some(a) => Some(a),
             None => match stream {
@@ -374,7 +380,7 @@ impl<M> Pool<M> {
     /// Returns every wholly free pool segment to the device heap (after settling what the
     /// streams have passed).
     pub fn trim<S: SegmentSource<Mark = M>>(&mut self, src: &S) -> Result<()> {
-        self.settle_pending(src);
+        self.settle_pending(src)?;
         self.release_idle(src, 0)
     }
 
@@ -769,5 +775,40 @@ mod tests {
         }
         pool.trim(&src).unwrap();
         assert!(src.all_free());
+    }
+
+    /// A run of segments asked for after a stream-ordered free has run uses the pool segment
+    /// that free emptied (the run path did not settle pending frees, so the claim's fallback
+    /// saw no idle memory and reported OutOfMemory).
+    #[test]
+    fn a_run_after_a_stream_free_has_run_uses_its_segment() {
+        let src = Fake::new(2);
+        let mut pool = Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD);
+        let s = StreamId(0x10);
+        let p = pool.alloc(&src, 1 << 20, Some(s)).unwrap();
+        pool.free(&src, p, Some(s)).unwrap();
+        src.passed.borrow_mut().push(src.next_mark.get()); // the stream ran past the free
+        let r = pool.alloc(&src, 2 * SEGMENT_BYTES, None);
+        assert!(r.is_ok(), "nothing is live, the heap has 2 segments, got {r:?}");
+    }
+
+    /// Segments emptied by stream-ordered frees go back to the device heap over the release
+    /// threshold once the frees have run, as after synchronous frees (they stayed in the pool
+    /// until a `trim`, whatever the threshold).
+    #[test]
+    fn stream_frees_respect_the_release_threshold() {
+        let src = Fake::new(8);
+        let mut pool = Pool::with_threshold(0);
+        let s = StreamId(0x10);
+        let ps: Vec<u64> = (0..8).map(|_| pool.alloc(&src, SUB_MAX_BYTES, Some(s)).unwrap()).collect();
+        assert_eq!(src.claimed(), 2);
+        for p in ps {
+            pool.free(&src, p, Some(s)).unwrap();
+        }
+        src.passed.borrow_mut().extend(1..=src.next_mark.get());
+        let one = pool.alloc(&src, 1, Some(s)).unwrap(); // settles the frees
+        assert_eq!(src.claimed(), 1, "one segment in use; threshold 0 keeps no idle one");
+        pool.free(&src, one, None).unwrap();
+        assert_eq!(src.claimed(), 0);
     }
 }
