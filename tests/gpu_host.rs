@@ -397,3 +397,40 @@ fn gpu_a_runtime_only_ptx_file_refuses_the_bench_kernels() {
         assert!(!std::ptr::eq(first, gpu.module()), "a module of its own");
     }
 }
+
+/// A dropped `GlobalBinding` takes its failure word out of the module before freeing it:
+/// the module's allocator writes that word on every failed allocation (even one a kernel
+/// handles, `try_reserve`), and before this it still held the freed word's address.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_a_dropped_global_binding_leaves_its_module_no_failure_word() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP_BYTES).unwrap();
+    // veballoc's own module holds the global allocator's words too.
+    let module = gpu.module();
+    let failure_word = || {
+        let mut now = 0u64;
+        module.get_global::<u64>(c"VEBALLOC_GLOBAL_FAILURE").unwrap().copy_to(&mut now).unwrap();
+        now
+    };
+    {
+        let _binding = heap.bind_global(module).unwrap();
+        assert_ne!(failure_word(), 0, "a bound module names its failure word");
+    }
+    assert_eq!(failure_word(), 0, "the module still names the freed failure word");
+    heap.destroy().unwrap();
+}
+
+/// Reading zero-sized values gives as many as asked (it gave none, and `read` panicked).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_reading_zero_sized_values_gives_each_of_them() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP_BYTES).unwrap();
+    let p = heap.alloc(64).unwrap();
+    assert_eq!(heap.read_slice::<()>(p, 3).unwrap().len(), 3);
+    heap.read::<()>(p).unwrap();
+    assert_eq!(heap.read_slice::<u64>(p, 0).unwrap().len(), 0);
+    heap.free(p).unwrap();
+    heap.destroy().unwrap();
+}

@@ -50,6 +50,9 @@ pub enum Error {
     KernelAlloc { no_heap: bool, size: u64 },
     /// `Heap::bind_global` on a module without veballoc's global allocator.
     NoGlobalAllocator,
+    /// `Gpu::launch` of `threads` threads in blocks of `block`: CUDA's grid holds 1 to
+    /// 2^31 - 1 blocks of at least one thread.
+    InvalidLaunch { threads: u64, block: u32 },
 }
 
 impl fmt::Display for Error {
@@ -106,7 +109,8 @@ impl fmt::Display for Error {
             Error::KernelAlloc { no_heap: true, size } => write!(
                 f,
                 "a kernel allocated {size} bytes through veballoc's global allocator, but no heap is \
-                 bound to its module: call heap.bind_global(&module) before launching"
+                 bound to its module: call heap.bind_global(&module) before launching, and keep the binding \
+                 it returns while the module's kernels run"
             ),
             Error::KernelAlloc { no_heap: false, size } => write!(
                 f,
@@ -118,6 +122,11 @@ impl fmt::Display for Error {
                 f,
                 "the module has no veballoc global allocator (veballoc_kernels::global_allocator!() \
                  in its kernel crate, built with veballoc_ptx_build::Ptx::with_alloc)"
+            ),
+            Error::InvalidLaunch { threads, block } => write!(
+                f,
+                "cannot launch {threads} threads in blocks of {block}: a grid holds 1 to 2^31 - 1 \
+                 blocks of at least one thread"
             ),
             Error::NotInHeap { ptr, bytes } => {
                 write!(f, "{bytes} bytes at {ptr:#x} are not (aligned and) inside the heap")

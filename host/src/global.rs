@@ -15,7 +15,10 @@ const FAILURE_GLOBAL: &std::ffi::CStr = c"VEBALLOC_GLOBAL_FAILURE";
 
 /// A module watched for global-allocator failures: it owns a word of page-locked host memory
 /// that the module's allocator writes when an allocation fails, readable after the failed
-/// launch even though the trap that ended the kernel left the context unusable.
+/// launch even though the trap that ended the kernel left the context unusable. It borrows
+/// the module, and dropping it waits for the GPU's work and takes the word out of the module
+/// before freeing it, so that no later kernel writes to freed host memory (an allocation that
+/// fails records itself there even where the kernel handles the failure, `try_reserve`).
 ///
 /// ```no_run
 /// # fn f(gpu: &veballoc::Gpu, heap: &veballoc::Heap, module: &veballoc::cust::module::Module)
@@ -26,32 +29,37 @@ const FAILURE_GLOBAL: &std::ffi::CStr = c"VEBALLOC_GLOBAL_FAILURE";
 /// run.map_err(|e| global.explain(e))?;          // Error::KernelAlloc says what failed
 /// # Ok(()) }
 /// ```
-pub struct GlobalBinding {
+#[must_use = "dropping the binding frees the failure word; keep it while the module's kernels run"]
+pub struct GlobalBinding<'m> {
     /// Host address of the page-locked failure word.
     word: *mut u64,
+    /// Its device address, which the module's `VEBALLOC_GLOBAL_FAILURE` holds.
+    dev: u64,
+    module: &'m Module,
     gpu: Gpu,
 }
 
 // SAFETY: the word is plain page-locked host memory, read and written only with volatile
 // accesses; the binding frees it once, in Drop, with its GPU's context bound.
-unsafe impl Send for GlobalBinding {}
+unsafe impl Send for GlobalBinding<'_> {}
 // SAFETY: as above.
-unsafe impl Sync for GlobalBinding {}
+unsafe impl Sync for GlobalBinding<'_> {}
 
-impl GlobalBinding {
+impl<'m> GlobalBinding<'m> {
     /// Registers a failure word in `module` (no heap bound yet).
-    fn register(gpu: &Gpu, module: &Module) -> Result<GlobalBinding> {
+    fn register(gpu: &Gpu, module: &'m Module) -> Result<GlobalBinding<'m>> {
         let _on = gpu.bind()?;
         let mut host = std::ptr::null_mut();
         // SAFETY: writes one pointer to 8 page-locked bytes.
         driver(unsafe { cu::cuMemAllocHost_v2(&mut host, 8) }, "cuMemAllocHost")?;
         let word = host as *mut u64;
-        let binding = GlobalBinding { word, gpu: gpu.clone() };
+        let mut binding = GlobalBinding { word, dev: 0, module, gpu: gpu.clone() };
         binding.clear();
         let mut dev = 0;
         // SAFETY: `host` is page-locked memory of this context.
         driver(unsafe { cu::cuMemHostGetDevicePointer_v2(&mut dev, host, 0) }, "cuMemHostGetDevicePointer")?;
         write_global(gpu, module, FAILURE_GLOBAL, &dev)?;
+        binding.dev = dev;
         Ok(binding)
     }
 
@@ -79,10 +87,25 @@ impl GlobalBinding {
     }
 }
 
-impl Drop for GlobalBinding {
+impl Drop for GlobalBinding<'_> {
     fn drop(&mut self) {
         // Best effort: after a trap the context is gone and so is the memory.
         let _on = self.gpu.bind();
+        if self.dev != 0 {
+            // The module must stop naming the word before it is freed: wait for its kernels
+            // (any stream), then clear the global if it still names this word.
+            use cust::memory::CopyDestination;
+            // SAFETY: no arguments; the context is bound.
+            let synced = unsafe { cu::cuCtxSynchronize() } == cu::cudaError_enum::CUDA_SUCCESS;
+            let cleared = synced
+                && self.module.get_global::<u64>(FAILURE_GLOBAL).is_ok_and(|mut g| {
+                    let mut now = 0u64;
+                    g.copy_to(&mut now).is_ok() && (now != self.dev || g.copy_from(&0u64).is_ok())
+                });
+            if !cleared && synced {
+                return; // the module may still name the word: leak it rather than free it
+            }
+        }
         // SAFETY: allocated by cuMemAllocHost in `register`, freed once.
         let _ = unsafe { cu::cuMemFreeHost(self.word as *mut std::ffi::c_void) };
     }
@@ -111,7 +134,7 @@ impl Gpu {
     /// Watches `module`'s global allocator for failures without binding a heap (kernels that
     /// allocate then fail with `Error::KernelAlloc { no_heap: true, .. }` through
     /// [`GlobalBinding::explain`]).
-    pub fn watch_global_allocator(&self, module: &Module) -> Result<GlobalBinding> {
+    pub fn watch_global_allocator<'m>(&self, module: &'m Module) -> Result<GlobalBinding<'m>> {
         GlobalBinding::register(self, module)
     }
 }
@@ -130,7 +153,7 @@ impl Heap {
     /// returned binding explains a kernel that ended for lack of memory
     /// ([`GlobalBinding::explain`]). Errors: `Error::NoGlobalAllocator` for a module without
     /// veballoc's global allocator.
-    pub fn bind_global(&self, module: &Module) -> Result<GlobalBinding> {
+    pub fn bind_global<'m>(&self, module: &'m Module) -> Result<GlobalBinding<'m>> {
         self.gpu().ensure_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
         let binding = GlobalBinding::register(self.gpu(), module)?;
         write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;

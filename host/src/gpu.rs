@@ -418,7 +418,7 @@ impl Gpu {
         block: u32,
         args: &[*mut c_void],
     ) -> Result<()> {
-        let grid = threads.div_ceil(block as u64).max(1) as u32;
+        let grid = grid_for(threads, block)?;
         // SAFETY: the caller vouches for the arguments.
         unsafe { self.inner.stream.launch(f, GridSize::x(grid), BlockSize::x(block), 0, args) }
             .during("cuLaunchKernel")
@@ -519,6 +519,17 @@ impl Gpu {
     }
 }
 
+/// Most blocks in a grid's x dimension (CUDA: 2^31 - 1).
+const MAX_GRID_BLOCKS: u64 = i32::MAX as u64;
+
+/// Blocks of `block` threads that cover `threads` (at least one), or `Error::InvalidLaunch`
+/// when `block` is 0 or the grid would pass `MAX_GRID_BLOCKS` (a cast to u32 had launched
+/// 2^40 + 1 threads as one block of 256).
+fn grid_for(threads: u64, block: u32) -> Result<u32> {
+    let grid = (block > 0).then(|| threads.div_ceil(block as u64).max(1));
+    grid.filter(|&g| g <= MAX_GRID_BLOCKS).map(|g| g as u32).ok_or(Error::InvalidLaunch { threads, block })
+}
+
 /// Whether `ptx` defines kernel `name` (a `.entry` of that name, not one it only begins).
 ///
 /// ```
@@ -599,5 +610,18 @@ mod tests {
         assert!(!ptx_defines_kernel(BENCH_PTX, "vb_malloc_wa"));
         assert!(ptx_defines_kernel(".visible .entry k(\n.param .u64 a\n)", "k"));
         assert!(!ptx_defines_kernel(".visible .func k(\n)", "k"));
+    }
+
+    /// A launch whose grid does not fit CUDA's (2^31 - 1 blocks) is an error, not a launch of
+    /// fewer threads (2^40 + 1 threads of 256 ran as one block of 256); block 0 is an error,
+    /// not a division by zero.
+    #[test]
+    fn a_grid_that_does_not_fit_is_an_error() {
+        assert!(matches!(grid_for(10, 0), Err(Error::InvalidLaunch { threads: 10, block: 0 })));
+        assert!(grid_for((1 << 40) + 1, 256).is_err(), "got {:?}", grid_for((1 << 40) + 1, 256).ok());
+        assert!(grid_for((1 << 32) * 256, 256).is_err());
+        assert_eq!(grid_for(0, 256).unwrap(), 1);
+        assert_eq!(grid_for(1 << 20, 256).unwrap(), 4096);
+        assert_eq!(grid_for((i32::MAX as u64) * 256, 256).unwrap(), i32::MAX as u32);
     }
 }

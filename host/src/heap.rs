@@ -400,6 +400,9 @@ impl Heap {
             }
         } else {
             self.gpu.sync()?;
+            // SAFETY: zero bytes to copy: `n` values of a zero-sized T (none when T has a size),
+            // which a DeviceCopy type may take from no bytes.
+            unsafe { v.set_len(if std::mem::size_of::<T>() == 0 { n } else { 0 }) };
         }
         Ok(v)
     }

@@ -150,10 +150,20 @@ impl Mapped {
             flags: cu::CUmemAccess_flags::CU_MEM_ACCESS_FLAGS_PROT_READWRITE,
         };
         // SAFETY: the range was just mapped.
-        check(
+        let granted = check(
             unsafe { cu::cuMemSetAccess(self.addr(seg), SEGMENT_BYTES as usize, &access, 1) },
             "cuMemSetAccess",
-        )
+        );
+        if granted.is_err() {
+            // Mapped but not accessible, it would count as mapped and never be mapped again
+            // (`regrow_memory` skips mapped segments): undo the map, as when cuMemMap fails.
+            // SAFETY: the range is mapped with h, and no kernel can touch it yet.
+            unsafe { cu::cuMemUnmap(self.addr(seg), SEGMENT_BYTES as usize) };
+            // SAFETY: h is ours and no longer mapped.
+            unsafe { cu::cuMemRelease(h) };
+            self.handles[seg as usize] = None;
+        }
+        granted
     }
 
     /// Returns segment `seg`'s memory to the driver (no kernel may touch it until `map`).
