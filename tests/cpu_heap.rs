@@ -959,6 +959,38 @@ fn realloc_in_place_keeps_the_promised_alignment() {
     assert_empty(h);
 }
 
+/// A shrink that moves (for alignment: 24 B to 16 B) copies what the new slice holds, not the
+/// old size: it copied 24 bytes into the 16-byte slice, over the 8 bytes after it (another
+/// thread's allocation in the review's test; review of r39).
+#[test]
+fn a_shrink_that_moves_copies_no_more_than_the_new_slice() {
+    const CANARY: u64 = 0x1111_2222_3333_4444;
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let (a, p) = (h.malloc(24), h.malloc(24));
+    assert_eq!(p as u64 % 16, 8, "the second 24-byte slice is 8 mod 16");
+    // SAFETY: p holds 24 bytes.
+    unsafe { (0..3).for_each(|i| (p as *mut u64).add(i).write(0xdead_0000 + i as u64)) };
+    // Slices of a fresh 16-byte block go out in order: the moved one is `first + 16`, and
+    // the 16 bytes after it are free heap memory (the allocator keeps no header there).
+    let first = h.malloc(16);
+    let after = first as u64 + 32;
+    // SAFETY: a free 16-byte slice of the heap's memory, which no one else uses here.
+    unsafe { (after as *mut u64).write(CANARY) };
+    let q = h.realloc(p, 16);
+    assert_eq!(q as u64, first as u64 + 16, "moved to the next 16-byte slice");
+    // SAFETY: both are in the heap's memory; q holds 16 bytes.
+    unsafe {
+        assert_eq!(((q as *const u64).read(), (q as *const u64).add(1).read()), (0xdead_0000, 0xdead_0001));
+        assert_eq!((after as *const u64).read(), CANARY, "realloc wrote past the new slice");
+    }
+    h.free(first);
+    h.free(q);
+    h.free(a);
+    assert_empty(h);
+}
+
 #[test]
 fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
     use veballoc::kernels::segment::SegKind;

@@ -294,3 +294,18 @@ fn gpu_a_burst_of_runs_that_fit_gets_no_null() {
         free_all_and_check_whole(&gpu, heap, &ptrs);
     }
 }
+
+/// `malloc_block` hands a thread whose class is below thread 0's a slice of thread 0's
+/// class only where that slice has the alignment the thread's size is promised: a 72-byte
+/// class's slices are 8-aligned, and 64-byte requests got them (review of r39).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_malloc_block_keeps_the_alignment_of_smaller_requests() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP).unwrap();
+    let n = 1u64 << 12;
+    // Thread 0 of each block asks for 72 bytes (an 8-aligned class), the others for 64.
+    let sizes: Vec<u32> = (0..n).map(|i| if i % BLOCK as u64 == 0 { 72 } else { 64 }).collect();
+    mixed_sizes_round(&gpu, &heap, "vb_malloc_cta_sizes", &sizes);
+    heap.destroy().unwrap();
+}

@@ -13,8 +13,8 @@ use crate::block::{
 };
 use crate::check::HandOut;
 use crate::class::{
-    block_bytes, block_run_len, class_of, is_mask_class, is_narrow_odd, slice_divisor, warp_class,
-    MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
+    align_of_request, block_bytes, block_run_len, class_of, is_mask_class, is_narrow_odd, slice_divisor,
+    warp_class, MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
 };
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
@@ -648,8 +648,11 @@ impl DeviceHeap {
             None
         };
         match mine {
-            // A slice at least as large as asked.
-            Some(p) if fits && c < run_class => p as usize as *mut u8,
+            // A slice at least as large as asked, with the alignment asked for: a 72-byte
+            // class's slices are 8-aligned, and a 64-byte request needs 16 (review of r39).
+            Some(p) if fits && c < run_class && p.is_multiple_of(align_of_request(size)) => {
+                p as usize as *mut u8
+            }
             // Too small for this thread: give it back, then allocate alone.
             Some(p) => {
                 self.free(p as usize as *mut u8);
@@ -1055,14 +1058,18 @@ impl DeviceHeap {
         }
         // In place only where the pointer has the alignment `size` is promised: a 72-byte
         // slice is 8-aligned, and a shrink to 64 bytes needs 16 (review of r31).
-        if size <= have && (ptr as u64).is_multiple_of(crate::class::align_of_request(size)) {
+        if size <= have && (ptr as u64).is_multiple_of(align_of_request(size)) {
             return ptr;
         }
         let q = fresh();
         if !q.is_null() {
-            // SAFETY: both are 8-aligned, hold at least `have` bytes (a multiple of 8), and
-            // do not overlap (q was free while ptr was live).
-            unsafe { copy_words(ptr as *const u64, q as *mut u64, have / 8) };
+            // The smaller of the two sizes: a shrink that moves (for alignment) copied the old
+            // usable size into the smaller new slice, past its end (review of r39).
+            let words = (have / 8).min(size.div_ceil(8));
+            // SAFETY: both are 8-aligned and do not overlap (q was free while ptr was live);
+            // ptr holds `have` bytes and q at least `size` rounded up to 8 (every usable size
+            // is a multiple of 8), so both hold `words` words.
+            unsafe { copy_words(ptr as *const u64, q as *mut u64, words) };
             self.free(ptr);
         }
         q
