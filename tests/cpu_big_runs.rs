@@ -256,3 +256,114 @@ fn concurrent_runs_get_no_null_with_room() {
     );
     assert_empty(h);
 }
+
+/// Churn of slices, unit runs and runs of 256 KiB blocks (within and across segments), from
+/// four host threads in turn. At every null for a run, the promise is checked: null only if
+/// no segment (runs up to a quarter of a segment) or no `m = ceil(k / blocks per segment)`
+/// consecutive segments are free of live allocations (review of r39).
+#[test]
+fn run_nulls_only_when_no_free_segments() {
+    use veballoc::kernels::class::{block_run_len, MAX_SLICE_BYTES};
+    use veballoc::kernels::heap::{takes_unit_run, unit_run_len};
+    const SEG: u64 = 16 << 20;
+    for seed in 0..200u64 {
+        let segs = 8 + (seed % 9) as u32;
+        let cpu = CpuHeap::new(segs, 4);
+        let h = cpu.heap();
+        let base = h.segment_addr(0);
+        let mut x = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(seed + 1);
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut live: Vec<(u64, u64)> = Vec::new();
+        for op in 0..4000u64 {
+            let r = next();
+            set_host_thread_index(r % 4);
+            if live.len() < (3 + seed as usize % 14) && r % 5 < 3 {
+                let size = match (r >> 8) % 5 {
+                    0 => 16 + (r >> 16) % 4000,
+                    1 => (100 << 10) + (r >> 16) % (900 << 10),
+                    2 => (1 << 20) + 1 + (r >> 16) % (4 << 20),
+                    3 => (5 << 20) + (r >> 16) % (40 << 20),
+                    _ => 1 + (r >> 16) % (3 * SEG),
+                };
+                let p = h.malloc(size);
+                if p.is_null() {
+                    // The request's run, if it is one.
+                    let (k, bps) = if size <= MAX_SLICE_BYTES {
+                        if !takes_unit_run(size) {
+                            continue;
+                        }
+                        (unit_run_len(size), 256u32)
+                    } else {
+                        (block_run_len(size), 64u32)
+                    };
+                    let m = if k > bps / 4 { k.div_ceil(bps) } else { 1 };
+                    let mut busy = vec![false; segs as usize];
+                    for &(q, len) in &live {
+                        for s in (q - base) / SEG..=(q - base + len - 1) / SEG {
+                            busy[s as usize] = true;
+                        }
+                    }
+                    let free_window = busy.windows(m as usize).position(|w| w.iter().all(|b| !b));
+                    if let Some(at) = free_window {
+                        let s = h.validate().unwrap();
+                        panic!(
+                            "seed {seed} op {op}: null for {size} bytes ({k} blocks, {m} segments) \
+                             while segments {at}.. hold nothing live; busy {busy:?}; {s:?}"
+                        );
+                    }
+                    continue;
+                }
+                let len = h.usable_size(p);
+                assert!(len >= size);
+                live.push((p as u64, len));
+            } else if !live.is_empty() {
+                let (p, _) = live.swap_remove((r >> 3) as usize % live.len());
+                h.free(p as *mut u8);
+            }
+        }
+        for (p, _) in live {
+            h.free(p as *mut u8);
+        }
+        assert_empty(h);
+    }
+}
+
+/// Requests past what the heap holds, up to `u64::MAX`, get null from every entry point (no
+/// overflow in the rounding or the run lengths); a whole-heap run and an aligned near-whole
+/// one still fit (review of r39).
+#[test]
+fn huge_requests_are_null() {
+    let cpu = CpuHeap::new(4, 2);
+    let h = cpu.heap();
+    let cap = h.capacity();
+    for s in [
+        u64::MAX,
+        u64::MAX - 1,
+        u64::MAX / 2,
+        1 << 63,
+        cap + 1,
+        (1u64 << 32) * (256 << 10) + 1,
+        (1u64 << 32) * (64 << 10),
+    ] {
+        assert!(h.malloc(s).is_null(), "{s}");
+        assert!(h.calloc(1, s).is_null(), "{s}");
+        assert!(h.malloc_run_aligned(s, 1 << 20).is_null(), "{s}");
+        assert!(h.malloc_warp(s).is_null(), "{s}");
+        assert!(h.malloc_packed(s).is_null(), "{s}");
+    }
+    assert!(h.calloc(u64::MAX, 2).is_null());
+    let p = h.malloc(cap);
+    assert!(!p.is_null());
+    assert_eq!(h.usable_size(p), cap);
+    assert!(h.realloc(p, u64::MAX).is_null());
+    h.free(p);
+    let p = h.malloc_run_aligned(cap - (16 << 20), 16 << 20);
+    assert!(!p.is_null());
+    h.free(p);
+    assert_empty(h);
+}
