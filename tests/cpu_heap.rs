@@ -991,6 +991,62 @@ fn a_shrink_that_moves_copies_no_more_than_the_new_slice() {
     assert_empty(h);
 }
 
+/// A pointer inside a slice or a run was never handed out: `usable_size` says 0 for it (it
+/// gave the whole slice's or run's size) and `realloc` refuses it, counted as an invalid free
+/// (it moved 64 bytes from 48 bytes into a 64-byte slice: 48 of them its neighbour's; review
+/// of r39).
+#[test]
+fn interior_pointers_have_no_usable_size() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let (a, b) = (h.malloc(64), h.malloc(64));
+    assert_eq!(b as u64, a as u64 + 64, "neighbouring slices");
+    fill(a, 64, 1);
+    fill(b, 64, 2);
+    // SAFETY: inside a's slice and the run's first block.
+    let inner = unsafe { a.add(48) };
+    assert_eq!(h.usable_size(inner), 0, "48 bytes into a 64-byte slice");
+    let run = h.malloc(3 << 20);
+    assert!(h.usable_size(run) >= 3 << 20, "a run's start");
+    // SAFETY: as above.
+    assert_eq!(h.usable_size(unsafe { run.add(4096) }), 0, "inside a run's first block");
+    let before = h.counter(counter::INVALID_FREE).load_relaxed();
+    assert!(h.realloc(inner, 256).is_null(), "realloc of a pointer inside a slice");
+    assert_eq!(h.counter(counter::INVALID_FREE).load_relaxed(), before + 1);
+    check(a, 64, 1);
+    check(b, 64, 2);
+    for p in [a, b, run] {
+        h.free(p);
+    }
+    h.trim();
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.bytes_in_use, s.invalid_frees), (0, 1), "{s:?}");
+}
+
+/// `malloc_warp` and `malloc_block` serve a size that `malloc` serves with a run of 64 KiB
+/// blocks as `malloc` does: they gave 300000 bytes a slice of a 2 MiB block, formatting a
+/// segment for that group (review of r39).
+#[test]
+fn collective_paths_serve_unit_run_sizes_as_malloc_does() {
+    use veballoc::kernels::heap::{takes_slice, takes_unit_run};
+    const SIZE: u64 = 300_000;
+    assert!(takes_unit_run(SIZE) && !takes_slice(SIZE));
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    set_host_thread_index(0);
+    let layout_of = |p: *mut u8| {
+        let s = h.validate().unwrap();
+        h.free(p);
+        h.trim();
+        (s.whole_blocks, s.segments_per_group)
+    };
+    let by_malloc = layout_of(h.malloc(SIZE));
+    assert_eq!(layout_of(h.malloc_warp(SIZE)), by_malloc, "malloc_warp");
+    assert_eq!(layout_of(h.malloc_block(SIZE)), by_malloc, "malloc_block");
+    assert_empty(h);
+}
+
 #[test]
 fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
     use veballoc::kernels::segment::SegKind;

@@ -129,6 +129,24 @@ pub const fn takes_unit_run(size: u64) -> bool {
         })
 }
 
+/// Whether `malloc` serves `size` with a slice (not null for 0, nor a run of blocks): the
+/// collective paths (`malloc_warp`, `malloc_block`) serve such sizes together and the rest
+/// as `malloc` does (they gave 96 KiB..1 MiB requests that `malloc` serves with a run of
+/// 64 KiB blocks a slice of a 2 or 4 MiB block; review of r39).
+#[inline(always)]
+pub const fn takes_slice(size: u64) -> bool {
+    size != 0 && (size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)))
+}
+
+/// Index of the slice of class `c` at `in_block` bytes into its block, and whether one
+/// starts there (inside the block's slices): with no short-circuit, so that the class
+/// entry's fields load together and one branch decides (`free`'s hot path).
+#[inline(always)]
+pub fn slice_at(c: usize, in_block: u64) -> (u64, bool) {
+    let index = slice_divisor(c).div(in_block);
+    (index, (index * slice_bytes(c) == in_block) & (index < slices_per_block(c) as u64))
+}
+
 /// Groups that a boot formats a segment ahead for (`DeviceHeap::boot`): those of 64 KiB ..
 /// 1 MiB blocks, the classes from 16 B to 256 KiB.
 pub const BOOT_GROUPS: usize = 5;
@@ -347,13 +365,13 @@ impl DeviceHeap {
     }
 
     /// Allocates `size` bytes (aligned to `class::align_of_request(size)`: 16 bytes, 8 for
-    /// 17..24). Null for `size == 0` or when the heap is full; never blocks for long (every
-    /// retry loop is bounded).
+    /// 17..24, 65..72, 81..88, 97..104 and 113..120). Null for `size == 0` or when the heap is
+    /// full; never blocks for long (every retry loop is bounded).
     #[inline]
     pub fn malloc(&self, size: u64) -> *mut u8 {
         if size == 0 {
             core::ptr::null_mut()
-        } else if size <= UNIT_RUN_EXACT_MIN || (size <= MAX_SLICE_BYTES && !takes_unit_run(size)) {
+        } else if takes_slice(size) {
             self.malloc_slice(slice_class(size))
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_whole(UNIT_RUNS, unit_run_len(size), 1)
@@ -542,7 +560,7 @@ impl DeviceHeap {
     /// ```
     #[inline]
     pub fn malloc_warp(&self, size: u64) -> *mut u8 {
-        if size == 0 || size > MAX_SLICE_BYTES {
+        if !takes_slice(size) {
             return self.malloc(size);
         }
         let c = slice_class(size);
@@ -558,12 +576,12 @@ impl DeviceHeap {
     /// `malloc_warp` without the check that the lanes' classes agree.
     ///
     /// # Safety
-    /// Every active lane that asks for 1..=`MAX_SLICE_BYTES` bytes must ask for a size of the same slice
-    /// class as every other such lane (the same size suffices). Otherwise a lane can get a
+    /// Every active lane that asks for a slice (`takes_slice`) must ask for a size of the same
+    /// slice class as every other such lane (the same size suffices). Otherwise a lane can get a
     /// slice smaller than it asked for, or one that overlaps another lane's.
     #[inline]
     pub unsafe fn malloc_warp_unchecked(&self, size: u64) -> *mut u8 {
-        if size == 0 || size > MAX_SLICE_BYTES {
+        if !takes_slice(size) {
             return self.malloc(size);
         }
         let c = slice_class(size);
@@ -604,7 +622,7 @@ impl DeviceHeap {
     /// ```
     #[inline]
     pub fn malloc_block(&self, size: u64) -> *mut u8 {
-        let fits = size != 0 && size <= MAX_SLICE_BYTES;
+        let fits = takes_slice(size);
         let c = if fits { slice_class(size) } else { NUM_CLASSES };
         let t = arch::thread_idx_x();
         // Thread 0's runs: [base0, got0, base1, got1 | (class + 1) << 32]; class 0 in the last
@@ -900,9 +918,8 @@ impl DeviceHeap {
         // No division by a variable: multiply-high by the class's reciprocal. The three tests
         // are combined without short-circuits, so that the class entry's fields load together
         // and one branch decides (the group check alone waited for its load first).
-        let index = slice_divisor(c).div(in_block);
+        let (index, exact) = slice_at(c, in_block);
         let same_group = group_of(c) == g;
-        let exact = (index * slice_bytes(c) == in_block) & (index < slices_per_block(c) as u64);
         if same_group & exact {
             self.free_slices_coalesced(seg, local, c, index as u32, p);
         } else if !same_group & !FROM_WORD {
@@ -985,16 +1002,24 @@ impl DeviceHeap {
     }
 
     /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out
-    /// or if it came from `malloc_packed` (whose sizes are not recorded).
+    /// (a pointer inside a slice or a run, as `free` tells them: `realloc` of one copied a
+    /// neighbour's bytes; review of r39) or if it came from `malloc_packed` (whose sizes are
+    /// not recorded).
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Group(g))) => {
                 let meta = self.blocks().block_meta(seg, (in_seg >> group_block_shift(g)) as u32);
+                let in_block = in_seg & (group_block_bytes(g) - 1);
                 // Acquire: pairs with the release that published the kind.
                 match kind_parts(meta.kind.load_acquire()) {
                     // Relaxed: published by that release (the run length).
-                    (KIND_WHOLE, _) => group_block_bytes(g) * meta.freed.load_relaxed().max(1) as u64,
-                    (KIND_SLICES, c) if c < NUM_CLASSES => slice_bytes(c),
+                    (KIND_WHOLE, _) if in_block == 0 => {
+                        group_block_bytes(g) * meta.freed.load_relaxed().max(1) as u64
+                    }
+                    // The start of a slice of this block, as `free_slice` checks it.
+                    (KIND_SLICES, c) if c < NUM_CLASSES && group_of(c) == g && slice_at(c, in_block).1 => {
+                        slice_bytes(c)
+                    }
                     // A packed object's size is not recorded; a parked block hands out nothing,
                     // and no pointer starts in a run's later blocks.
                     _ => 0,
