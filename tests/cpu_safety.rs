@@ -123,6 +123,25 @@ fn a_heap_without_checks_has_no_bitmap() {
     assert_empty(h);
 }
 
+/// `hand_out()` of a heap without the bitmap refuses (its `bits_off` is 0: marking a slice
+/// of segment 0 wrote into the metadata header, whose segment count went from 4 to 5;
+/// review of r39), and the header is left as it was.
+#[test]
+fn the_hand_out_bitmap_of_a_heap_without_one_is_refused() {
+    let cpu = CpuHeap::with_checks(4, 1, false);
+    let h = cpu.heap();
+    let p = h.malloc(16);
+    assert_eq!(p as u64, h.mem, "slice 0 of segment 0");
+    let before = *h.layout();
+    let marked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        h.hand_out().mark_handed_out(p as u64, 0, 1);
+    }));
+    assert!(marked.is_err(), "a heap without the bitmap lent one");
+    assert_eq!(*h.layout(), before, "the metadata header was overwritten");
+    h.free(p);
+    assert_empty(h);
+}
+
 /// The packing unit of a warp whose lanes ask for `sizes` (all served in one round).
 fn warp_unit(sizes: &[u64]) -> u64 {
     let units16: u64 = sizes.iter().map(|s| s.div_ceil(PACKED_UNIT)).sum();

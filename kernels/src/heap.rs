@@ -262,9 +262,11 @@ impl DeviceHeap {
         Slots::new(self.blocks())
     }
 
-    /// The hand-out bitmap (used only when `checking()`).
+    /// The hand-out bitmap. Panics on a heap that has none (not `checking()`), whose
+    /// `bits_off` is 0: its words would be the metadata header's (review of r39).
     #[inline(always)]
     pub fn hand_out(&self) -> HandOut<'_> {
+        assert!(self.checking(), "this heap has no hand-out bitmap");
         HandOut::new(self.mem, self.layout())
     }
 
