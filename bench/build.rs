@@ -14,6 +14,11 @@ fn main() {
     println!("cargo:rerun-if-changed=../.git/index");
     // A commit moves the branch's ref, not HEAD (which names the branch).
     println!("cargo:rerun-if-changed=../.git/refs/heads");
+    // Editing a source leaves .git/index alone: watch the sources too, so that `--dirty`
+    // is computed again (else a binary of edited code reports the clean revision).
+    for dir in ["src", "../host/src", "../kernels/src", "../ptx-build/src"] {
+        println!("cargo:rerun-if-changed={dir}");
+    }
     // The collections kernels (Rust's alloc in kernels), with veballoc's checks when its PTX
     // has them, and the same crate over CUDA's device malloc, for `collections`.
     veballoc_ptx_build::Ptx::new("../examples/collections/kernels")

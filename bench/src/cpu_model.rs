@@ -795,7 +795,8 @@ pub(crate) fn main(mut cli: Cli, given: &dyn Fn(&str) -> bool, why: &str, lists:
         Cmd::Churn => "churn",
         _ => "all",
     };
-    if let Err(e) = m.results().save(name) {
+    let saved = m.results().save(name);
+    if let Err(e) = &saved {
         eprintln!("veballoc-bench: could not write results: {e}");
     }
     if cmd == Cmd::All {
@@ -806,7 +807,8 @@ pub(crate) fn main(mut cli: Cli, given: &dyn Fn(&str) -> bool, why: &str, lists:
         );
     }
     match result {
-        Ok(()) => 0,
+        Ok(()) if saved.is_ok() => 0,
+        Ok(()) => 1,
         Err(e) => {
             eprintln!("veballoc-bench [CPU model]: {e}");
             1
@@ -951,6 +953,20 @@ mod tests {
             out.join("frag-frag-map-64.svg").exists() && out.join("frag-frag-map-mixed-512.svg").exists()
         );
         std::fs::remove_dir_all(&out).ok();
+    }
+
+    #[test]
+    fn a_run_whose_results_cannot_be_written_fails() {
+        // --out under a regular file: create_dir_all fails, nothing is written.
+        let file = std::env::temp_dir().join(format!("vb-not-a-dir-{}", std::process::id()));
+        std::fs::write(&file, "").unwrap();
+        let out = file.join("out");
+        let cli = Cli::try_parse_from(["veballoc-bench", "oom", "--out", out.to_str().unwrap()]).unwrap();
+        let lists = crate::SizeLists { frag: vec![], oom: vec![16 << 20], util: vec![] };
+        let rc = main(cli, &|id| id == "out", "test", &lists);
+        std::fs::remove_file(&file).ok();
+        assert!(!out.exists());
+        assert_ne!(rc, 0, "no result file was written, yet the run reports success");
     }
 
     #[test]

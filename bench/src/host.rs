@@ -23,7 +23,10 @@ impl Bench {
         let mut pool: cust::sys::CUmemoryPool = std::ptr::null_mut();
         // SAFETY: plain driver calls on the current context's device 0.
         unsafe {
-            check(cust::sys::cuDeviceGetDefaultMemPool(&mut pool, 0), "cuDeviceGetDefaultMemPool")?;
+            check(
+                cust::sys::cuDeviceGetDefaultMemPool(&mut pool, self.gpu.ordinal() as cust::sys::CUdevice),
+                "cuDeviceGetDefaultMemPool",
+            )?;
             let mut max = u64::MAX;
             check(
                 cust::sys::cuMemPoolSetAttribute(
@@ -85,7 +88,7 @@ impl Bench {
                     samples.push(t0.elapsed().as_secs_f64() * 1e3 / reps as f64);
                 }
                 let pt = Point::new("host", k, "pair", size, 1, samples);
-                row.push(pt.mean_ms * 1e3);
+                row.push(pt.median_ms * 1e3);
                 self.points.push(pt);
             }
             println!("{size:>12} | {:>10.2} {:>12.2} {:>16.2}", row[0], row[1], row[2]);
@@ -121,7 +124,7 @@ impl Bench {
                     Point::new("host-live", k, "alloc", 256, n, ta),
                     Point::new("host-live", k, "free", 256, n, tf),
                 );
-                row.extend([pa.mean_ms * 1e3, pf.mean_ms * 1e3]);
+                row.extend([pa.median_ms * 1e3, pf.median_ms * 1e3]);
                 self.points.extend([pa, pf]);
             }
             println!(

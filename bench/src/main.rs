@@ -339,11 +339,15 @@ fn main() {
         Cmd::Collections => "collections",
         Cmd::All => "all",
     };
-    if let Err(e) = b.save(name) {
+    let saved = b.save(name);
+    if let Err(e) = &saved {
         eprintln!("veballoc-bench: could not write results: {e}");
     }
     if let Err(e) = result {
         eprintln!("veballoc-bench: {e}");
+        std::process::exit(1);
+    }
+    if saved.is_err() {
         std::process::exit(1);
     }
 }

@@ -74,13 +74,13 @@ impl Bench {
                 }
             }
         }
-        let mut means = [0.0; 4];
+        let mut medians = [0.0; 4];
         for (i, (phase, samples)) in ["alloc", "write", "read", "free"].into_iter().zip(t).enumerate() {
             let pt = Point::new(test, label, phase, sizes.label(), n, samples);
-            means[i] = pt.mean_ms;
+            medians[i] = pt.median_ms;
             self.points.push(pt);
         }
-        Ok(means)
+        Ok(medians)
     }
 
     /// Mixed-size coalescing: per-class malloc, malloc_packed and CUDA malloc at sizes drawn

@@ -253,8 +253,9 @@ pub(crate) fn invoke(bin: &Path, args: &[String], log: &Path, deadline: Duration
 
 impl Bench {
     /// Runs `cmd` on `peer` with the harness's heap size, `iters` recorded iterations after
-    /// `warmup` untimed ones; records the run and returns its rows (empty when it failed,
-    /// which is reported and does not stop the harness).
+    /// `warmup` untimed ones; records the run and returns its rows (empty when it failed, did
+    /// not end, returned nulls or wrong words: reported, it does not stop the harness, and no
+    /// point or ratio uses its times).
     pub(crate) fn run_peer(
         &mut self,
         peer: &Peer,
@@ -307,12 +308,16 @@ impl Bench {
         }
         if nulls != 0 || bad_words != 0 {
             eprintln!(
-                "warning: peer {} {}: {nulls} nulls, {bad_words} wrong words (VERIFY FAILED in {})",
+                "warning: peer {} {}: {nulls} nulls, {bad_words} wrong words (VERIFY FAILED in {}); \
+                 its times are not recorded",
                 peer.label,
                 cmd.args().join(" "),
                 log.display()
             );
         }
+        // A run that did less work (nulls), wrong work or did not end is no timing to compare
+        // with: it stays in the peer-run log with its status, and no point or ratio uses it.
+        let clean = ended.ok() && nulls == 0 && bad_words == 0;
         self.peer_runs.push(PeerRun {
             peer: peer.label.clone(),
             bin: peer.bin.display().to_string(),
@@ -325,13 +330,13 @@ impl Bench {
             log: format!("peers/{tag}.log"),
             rows: rows.clone(),
         });
-        Ok(rows)
+        Ok(if clean { rows } else { Vec::new() })
     }
 
     /// Iterations and warm-up for `peer`: the harness's own, or CUDA malloc's.
     pub(crate) fn peer_iters(&self, peer: &Peer) -> (u32, u32) {
         if peer.is_cuda() {
-            (self.cli.cuda_iters, 0)
+            (self.cli.cuda_iters, 1)
         } else {
             // veballoc's points drop one warm-up iteration; so do the peers'.
             (self.cli.iters, 1)

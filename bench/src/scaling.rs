@@ -32,6 +32,9 @@ impl Bench {
                 eprint!("  [scaling {size} B, 2^{l}] ...\r");
                 let vb = self.run_veballoc("scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
                 let nulls = self.last_nulls;
+                if nulls > 0 {
+                    eprintln!("warning: scaling {size} B x {n}: veballoc returned {nulls} nulls (its times cover fewer allocations)");
+                }
                 let fl =
                     self.run_floor(&mut arena, "scaling", Sizes::Fixed(size), n, self.cli.iters, false)?;
                 println!(

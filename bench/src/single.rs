@@ -18,8 +18,9 @@ impl Bench {
         let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
+        self.last_nulls = 0;
         // One more iteration than asked: the first is a warm-up and is dropped.
-        for _ in 0..=iters {
+        for it in 0..=iters {
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;
             let (arg, size) = (heap.arg(), sizes.fixed());
             // SAFETY: matches vb_malloc.
@@ -30,7 +31,11 @@ impl Bench {
             if verify {
                 self.write_verify(p, n, sizes, sizes_dev, "veballoc")?;
             } else {
-                self.last_nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count() as u64;
+                let nulls = Self::host_u64s(&ptrs)?.iter().filter(|&&x| x == 0).count() as u64;
+                if it > 0 {
+                    // The most of any recorded iteration, not the last one's.
+                    self.last_nulls = self.last_nulls.max(nulls);
+                }
             }
             // SAFETY: matches vb_free.
             tf.push(self.timed(|| unsafe {
@@ -54,7 +59,8 @@ impl Bench {
         let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
-        for _ in 0..iters {
+        // One more iteration than asked, as for veballoc: the first is a warm-up and is dropped.
+        for _ in 0..=iters {
             let size = sizes.fixed();
             // SAFETY: matches cuda_malloc / cuda_free.
             ta.push(self.timed(|| unsafe {
@@ -70,7 +76,7 @@ impl Bench {
                 })?,
             );
         }
-        self.record(test, "cuda", sizes.label(), n, ta, tf)
+        self.record(test, "cuda", sizes.label(), n, ta[1..].to_vec(), tf[1..].to_vec())
     }
 
     /// Single sizes (`mixed` false) or mixed sizes in [16, max] (`mixed` true): veballoc,
