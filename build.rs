@@ -20,7 +20,7 @@ fn main() {
         // One module then serves both: the runtime's kernels and the tests' and benchmarks'.
         std::fs::copy(&ptx, out.join("veballoc.ptx")).expect("copy VEBALLOC_PTX");
         std::fs::copy(&ptx, out.join("veballoc-bench.ptx")).expect("copy VEBALLOC_PTX");
-        let checks = env::var_os("VEBALLOC_PTX_CHECKS").is_some();
+        let checks = env::var("VEBALLOC_PTX_CHECKS").as_deref() == Ok("1");
         if checks {
             println!("cargo:rustc-env=VEBALLOC_PTX_CHECKS=1");
         }

@@ -152,6 +152,28 @@ fn with_nothing_live_a_request_for_the_whole_heap_succeeds() {
     assert_eq!((s.bytes_in_use, s.free_segments), (0, SEGMENTS as u64), "{s:?}");
 }
 
+/// The bound's exception, as documented: segments the host holds (its pool's, live or idle)
+/// count as live, so with nothing live on the device a request for the whole heap gets null
+/// while the host pool keeps a segment, and succeeds once it is returned (`Heap::trim`).
+#[test]
+fn segments_the_host_holds_count_as_live() {
+    use veballoc::kernels::SEGMENT_BYTES;
+    const SEGMENTS: u32 = 12;
+    let cpu = CpuHeap::with_checks(SEGMENTS, 4, false);
+    let h = cpu.heap();
+    let seg = h.claim_host_reclaiming(1).expect("a segment for the host pool");
+    assert!(h.malloc(SEGMENTS as u64 * SEGMENT_BYTES).is_null(), "the host's segment is not the device's");
+    let most = h.malloc((SEGMENTS - 1) as u64 * SEGMENT_BYTES);
+    assert!(!most.is_null(), "every other segment");
+    h.free(most);
+    h.release_host(seg, 1);
+    let all = h.malloc(SEGMENTS as u64 * SEGMENT_BYTES);
+    assert!(!all.is_null(), "the whole heap once the host returned its segment");
+    h.free(all);
+    let s = stats(h);
+    assert_eq!((s.bytes_in_use, s.free_segments), (0, SEGMENTS as u64), "{s:?}");
+}
+
 /// `free` takes a block's kind from the copy kept for the pointer's 64 KiB unit (r30), not from
 /// the block's own word: pointers into a later unit of a multi-unit block must be judged as
 /// the block's word would judge them, whatever the block served before. A 1 MiB block of

@@ -185,6 +185,14 @@ impl Ptx {
     /// file's path. Panics with a message that says what to do when the toolchain or its
     /// `rust-src` or `llvm-tools` components are missing.
     pub fn build(self) -> PathBuf {
+        if !self.crate_dir.join("Cargo.toml").is_file() {
+            // Else the nested cargo's missing working directory read as a missing cargo.
+            panic!(
+                "veballoc: no kernel crate at {} (no Cargo.toml there; Ptx::new takes a path relative \
+                 to the building package's root)",
+                self.crate_dir.display()
+            );
+        }
         // The kernel crate and veballoc's allocator (which it links in): a change to either
         // must rebuild the PTX, or the PTX and the host's heap layout could disagree.
         let allocator = allocator_dir();
@@ -211,6 +219,12 @@ impl Ptx {
         {
             let fix = match &tools.rustup_toolchain {
                 Some(t) => format!("rustup component add --toolchain {t} rust-src llvm-tools"),
+                // `current` builds with the outer build's toolchain: installing the pinned one
+                // would not change that.
+                None if env::var(TOOLCHAIN_ENV).as_deref() == Ok("current") => format!(
+                    "unset {TOOLCHAIN_ENV} (`current` picks the outer build's toolchain), then:\n    {}",
+                    install_command()
+                ),
                 None => install_command(),
             };
             panic!(
@@ -382,6 +396,14 @@ mod tests {
             toml.lines().any(|l| l.trim() == format!("channel = \"{PINNED_TOOLCHAIN}\"")),
             "PINNED_TOOLCHAIN ({PINNED_TOOLCHAIN}) differs from rust-toolchain.toml's channel"
         );
+    }
+
+    /// A kernel crate path with no Cargo.toml is named as such (the nested cargo's missing
+    /// working directory read "run cargo for the PTX build: No such file or directory").
+    #[test]
+    #[should_panic(expected = "no kernel crate at")]
+    fn a_missing_kernel_crate_is_named() {
+        Ptx::new("no-such-kernels").build();
     }
 
     #[test]
