@@ -328,3 +328,30 @@ fn a_take_back_races_the_next_groups_first_claims() {
         }
     }
 }
+
+/// The host's `Heap::trim` runs `trim` in parallel (`veballoc_trim`: `trim_slot` per slot,
+/// then `veballoc_trim_segments`: `trim_segments_part` per segment); it must leave the heap
+/// as `DeviceHeap::trim` does, the booted segments forgotten included (it kept them: the
+/// first claim of a fresh run then retired idle 16-byte slots and took booted segments back
+/// long after the boot; review of r39).
+#[test]
+fn the_parallel_trim_forgets_the_booted_segments_as_trim_does() {
+    use veballoc::kernels::slice::SLOT_ROWS;
+    let segs = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
+    let (a, b) = (CpuHeap::new(segs, 8), CpuHeap::new(segs, 8));
+    let (a, b) = (a.heap(), b.heap());
+    boot(a);
+    boot(b);
+    a.trim();
+    let shards = b.layout().shards as u64;
+    for i in 0..SLOT_ROWS as u64 * shards {
+        b.trim_slot((i / shards) as usize, (i % shards) as u32);
+    }
+    for i in 0..segs as u64 {
+        b.trim_segments_part(i);
+    }
+    assert_eq!(a.validate().unwrap(), b.validate().unwrap(), "the same heap after either trim");
+    // `forget_booted` returns the bits it clears: none are left after either trim.
+    assert_eq!(a.blocks().forget_booted(), 0, "DeviceHeap::trim forgets the booted segments");
+    assert_eq!(b.blocks().forget_booted(), 0, "the parallel trim kept stale booted bits");
+}

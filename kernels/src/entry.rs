@@ -56,13 +56,11 @@ pub unsafe extern "ptx-kernel" fn veballoc_trim(heap: DeviceHeap) {
     }
 }
 
-/// One thread per segment, after `veballoc_trim`: wholly free segments go back to the tree.
+/// One thread per segment, after `veballoc_trim`: wholly free segments go back to the tree,
+/// and the booted ones are forgotten (`DeviceHeap::trim_segments_part`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_trim_segments(heap: DeviceHeap) {
-    let i = arch::global_thread_x();
-    if i < heap.layout().num_segments as u64 {
-        heap.trim_segment(i as u32);
-    }
+    heap.trim_segments_part(arch::global_thread_x());
 }
 
 /// Host-side pool growth: claims `k` contiguous segments; `out[0]` = first, or u64::MAX.

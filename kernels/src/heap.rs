@@ -1183,6 +1183,21 @@ impl DeviceHeap {
         self.slots().trim_slot(row, shard)
     }
 
+    /// Thread `i`'s part of the second step of `trim` run in parallel (after every slot's
+    /// `trim_slot`; the host's `Heap::trim`): segment `i` back to the tree if wholly free,
+    /// and for thread 0 the booted segments forgotten, as `trim` does last. The GPU's trim
+    /// had kept them, so the first claim of a fresh run retired idle 16-byte slots and took
+    /// booted segments back long after the boot (review of r39).
+    pub fn trim_segments_part(&self, i: u64) {
+        if i < self.layout().num_segments as u64 {
+            self.trim_segment(i as u32);
+        }
+        if i == 0 {
+            // Clears a hint word; the trims above do not read it.
+            self.blocks().forget_booted();
+        }
+    }
+
     /// Retires every current block, then returns wholly free segments to the segment tree
     /// (see `Slots::trim`): what a reclaim sweep does.
     pub fn trim(&self) {
