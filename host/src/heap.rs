@@ -29,6 +29,33 @@ pub struct HeapArg(pub DeviceHeap);
 // SAFETY: DeviceHeap is plain old data (addresses, counts and offsets), valid to copy to the GPU.
 unsafe impl DeviceCopy for HeapArg {}
 
+/// Types of which every bit pattern is a value: what a copy of device bytes may produce
+/// (`Heap::read`). `DeviceCopy` alone is not that: cust implements it for `bool`, `char`, the
+/// `NonZero` integers and `Option`, so a safe `read::<bool>` of a byte 2 made an invalid
+/// `bool` (review of r39). Implement it for a `#[repr(C)]` struct of such fields with no
+/// padding.
+///
+/// ```compile_fail
+/// # fn f(heap: &veballoc::Heap, p: u64) -> veballoc::Result<()> {
+/// let b: bool = heap.read(p)?; // bool is DeviceCopy, not AnyBits: a byte of 2 is no bool
+/// # Ok(()) }
+/// ```
+///
+/// # Safety
+/// Every `size_of::<Self>()` bytes must be a valid `Self`.
+pub unsafe trait AnyBits: DeviceCopy {}
+macro_rules! any_bits {
+    ($($t:ty)*) => { $(
+        // SAFETY: every bit pattern is a value of this type.
+        unsafe impl AnyBits for $t {}
+    )* };
+}
+any_bits!(u8 u16 u32 u64 u128 usize i8 i16 i32 i64 i128 isize f32 f64);
+// SAFETY: zero bytes are the one value of ().
+unsafe impl AnyBits for () {}
+// SAFETY: an array of types whose every bit pattern is a value, with no padding between them.
+unsafe impl<T: AnyBits, const N: usize> AnyBits for [T; N] {}
+
 /// A heap in GPU memory that kernels allocate from with `DeviceHeap::malloc`/`free`.
 ///
 /// ```no_run
@@ -377,12 +404,12 @@ impl Heap {
 
     /// Copies the `T` at device address `ptr` (a heap object) to the host, after the heap's
     /// stream has finished its work.
-    pub fn read<T: DeviceCopy>(&self, ptr: u64) -> Result<T> {
+    pub fn read<T: AnyBits>(&self, ptr: u64) -> Result<T> {
         Ok(self.read_slice::<T>(ptr, 1)?.remove(0))
     }
 
     /// Copies `n` values of `T` at `ptr` to the host.
-    pub fn read_slice<T: DeviceCopy>(&self, ptr: u64, n: usize) -> Result<Vec<T>> {
+    pub fn read_slice<T: AnyBits>(&self, ptr: u64, n: usize) -> Result<Vec<T>> {
         let bytes = (n as u64).checked_mul(std::mem::size_of::<T>() as u64);
         let bytes = bytes.ok_or(Error::NotInHeap { ptr, bytes: u64::MAX })?;
         self.check_view(ptr, bytes, std::mem::align_of::<T>())?;
@@ -391,7 +418,7 @@ impl Heap {
             // SAFETY: the range is inside the heap's device allocation (checked); the view
             // lives only for the copy.
             let src = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(ptr), n) };
-            // SAFETY: v has room for n values; DeviceCopy types may take any bytes; the copy
+            // SAFETY: v has room for n values; AnyBits types may take any bytes; the copy
             // (after the stream's queued work) fills all n before set_len.
             unsafe {
                 let dst = std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut std::mem::MaybeUninit<T>, n);
@@ -401,7 +428,7 @@ impl Heap {
         } else {
             self.gpu.sync()?;
             // SAFETY: zero bytes to copy: `n` values of a zero-sized T (none when T has a size),
-            // which a DeviceCopy type may take from no bytes.
+            // which an AnyBits type may take from no bytes.
             unsafe { v.set_len(if std::mem::size_of::<T>() == 0 { n } else { 0 }) };
         }
         Ok(v)
@@ -420,7 +447,7 @@ impl Heap {
     /// Copies the elements of a device-side `DVec<T>` whose raw parts (`RawVec<T>`: pointer,
     /// length, capacity) lie at `raw_at` (for example in an array of `RawVec`s a kernel
     /// filled). `T` must be the vector's element type.
-    pub fn read_vec<T: DeviceCopy>(&self, raw_at: u64) -> Result<Vec<T>> {
+    pub fn read_vec<T: AnyBits>(&self, raw_at: u64) -> Result<Vec<T>> {
         let [ptr, len, _cap] = self.read_any::<[u64; 3]>(raw_at)?;
         if len == 0 {
             return Ok(Vec::new());
@@ -430,7 +457,7 @@ impl Heap {
 
     /// `read` for plain arrays of words, which may also live outside the heap (a kernel's
     /// argument buffer, from `veballoc::zeroed_u64s`).
-    fn read_any<T: DeviceCopy + Default>(&self, ptr: u64) -> Result<T> {
+    fn read_any<T: AnyBits + Default>(&self, ptr: u64) -> Result<T> {
         let mut v = T::default();
         // SAFETY: a view of one T for the copy; the driver reports an address it does not know.
         let src = unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(ptr), 1) };
@@ -555,8 +582,14 @@ impl Heap {
         let gpu = self.gpu.clone();
         let _on = gpu.bind()?;
         gpu.sync()?;
-        if let Some(Memory::Buffer { buf, .. }) = self.mem.take() {
-            DeviceBuffer::drop(buf).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?;
+        match self.mem.take() {
+            Some(Memory::Buffer { buf, .. }) => {
+                DeviceBuffer::drop(buf).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (heap)", err })?
+            }
+            // A releasable heap's unmaps and its reservation's free, reported (its Drop
+            // ignored them; review of r39).
+            Some(Memory::Mapped(m)) => m.into_inner().unwrap_or_else(|p| p.into_inner()).release()?,
+            None => {}
         }
         if let Some(m) = self.meta.take() {
             DeviceBuffer::drop(m).map_err(|(err, _)| Error::Cuda { call: "cuMemFree (metadata)", err })?;

@@ -42,7 +42,7 @@ pub use gpu::{
     check_layout_stamp, devices, ptx_checks, ptx_defines_kernel, Bound, DeviceInfo, Gpu, BENCH_PTX,
     DEFAULT_MAX_REGISTERS, PTX, PTX_FILE_ENV, PTX_HAS_CHECKS,
 };
-pub use heap::{boot_requested, Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
+pub use heap::{boot_requested, AnyBits, Heap, HeapArg, HeapSize, LazyHeap, AUTO_RESERVE_BYTES};
 pub use pool::{PoolStats, DEFAULT_RELEASE_THRESHOLD, HOST_ALIGN, SUB_MAX_BYTES};
 pub use veballoc_kernels as kernels;
 pub use veballoc_kernels::{DeviceHeap, HeapError, Stats, SEGMENT_BYTES};

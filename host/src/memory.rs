@@ -199,13 +199,35 @@ impl Unmap for Mapped {
     }
 }
 
+impl Mapped {
+    /// Unmaps and releases every segment, then frees the reserved range, reporting the first
+    /// error (`Heap::destroy`; a releasable heap's errors were dropped there). A segment whose
+    /// unmap fails stays mapped, and then the range stays reserved: it is leaked rather than
+    /// freed under a mapping. Runs once: Drop calls it too, and ignores what it reports.
+    pub fn release(&mut self) -> Result<()> {
+        if self.base == 0 {
+            return Ok(());
+        }
+        let mut first = Ok(());
+        for seg in 0..self.handles.len() as u32 {
+            if let Err(e) = self.unmap(seg) {
+                first = first.and(Err(e));
+            }
+        }
+        if self.handles.iter().all(Option::is_none) {
+            let bytes = self.handles.len() * SEGMENT_BYTES as usize;
+            // SAFETY: every mapping in the range is gone; the reservation is ours, freed once
+            // (base is cleared below).
+            first = first.and(check(unsafe { cu::cuMemAddressFree(self.base, bytes) }, "cuMemAddressFree"));
+        }
+        self.base = 0;
+        first
+    }
+}
+
 impl Drop for Mapped {
     fn drop(&mut self) {
-        for seg in 0..self.handles.len() as u32 {
-            let _ = self.unmap(seg);
-        }
-        // SAFETY: every mapping in the range is gone; the reservation is ours.
-        unsafe { cu::cuMemAddressFree(self.base, self.handles.len() * SEGMENT_BYTES as usize) };
+        let _ = self.release();
     }
 }
 
