@@ -309,8 +309,15 @@ impl Gpu {
     }
 
     /// A device buffer of `n` zeroed `T`s, zeroed on veballoc's stream (so ordered before
-    /// the kernels launched on it), and complete when this returns.
-    pub fn zeroed<T: DeviceCopy>(&self, n: usize) -> Result<DeviceBuffer<T>> {
+    /// the kernels launched on it), and complete when this returns. `T` is `AnyBits`: zero
+    /// bytes are no `NonZero` value, though cust calls it `DeviceCopy` (review of r39).
+    ///
+    /// ```compile_fail
+    /// # fn f(gpu: &veballoc::Gpu) -> veballoc::Result<()> {
+    /// let b = gpu.zeroed::<std::num::NonZeroU32>(1)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn zeroed<T: crate::AnyBits>(&self, n: usize) -> Result<DeviceBuffer<T>> {
         let _on = self.bind()?;
         let b = zeroed_on(&self.inner.stream, n)?;
         self.sync()?;
@@ -550,7 +557,7 @@ fn jit_options(max_registers: u32) -> Vec<ModuleJitOption> {
 }
 
 /// `n` zeroed `T`s, the memset queued on `stream` (the current context's).
-fn zeroed_on<T: DeviceCopy>(stream: &Stream, n: usize) -> Result<DeviceBuffer<T>> {
+fn zeroed_on<T: crate::AnyBits>(stream: &Stream, n: usize) -> Result<DeviceBuffer<T>> {
     // SAFETY: zeroed below, in stream order before any later work on `stream`.
     let b = unsafe { DeviceBuffer::<T>::uninitialized(n) }.during("cuMemAlloc")?;
     let bytes = n * std::mem::size_of::<T>();
