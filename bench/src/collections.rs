@@ -55,7 +55,7 @@ impl Bench {
                 let explain =
                     |e: veballoc::Error| global.as_ref().map_or(e.to_string(), |g| g.explain(e).to_string());
                 let launch = |kernel: &str, args: &[*mut c_void]| {
-                    self.timed(|| {
+                    self.timed_in(|| {
                         // SAFETY: collections_run / collections_warp_maps (out, n, seed), with n
                         // and n / 32 output words.
                         unsafe { self.gpu.launch_in(&module, kernel, n, BLOCK, args) }

@@ -125,6 +125,12 @@ impl Bench {
         // The benchmark module is loaded (and JIT-compiled) on its first launch: do that
         // before the first event, not between the events.
         self.gpu.bench_module()?;
+        self.timed_in(f)
+    }
+
+    /// `timed` for launches of a module that is already loaded (the collections kernels'):
+    /// it does not load the benchmark module, which such a run may not have.
+    pub(crate) fn timed_in(&self, f: impl FnOnce() -> veballoc::Result<()>) -> Res<f64> {
         let (a, b) = (Event::new(EventFlags::DEFAULT)?, Event::new(EventFlags::DEFAULT)?);
         a.record(self.gpu.stream())?;
         f()?;

@@ -309,7 +309,7 @@ impl Bench {
         if nulls != 0 || bad_words != 0 {
             eprintln!(
                 "warning: peer {} {}: {nulls} nulls, {bad_words} wrong words (VERIFY FAILED in {}); \
-                 its times are not recorded",
+                 its times are not recorded (a frag round's ratio is, with its nulls, unless words were wrong)",
                 peer.label,
                 cmd.args().join(" "),
                 log.display()
@@ -317,7 +317,8 @@ impl Bench {
         }
         // A run that did less work (nulls), wrong work or did not end is no timing to compare
         // with: it stays in the peer-run log with its status, and no point or ratio uses it.
-        let clean = ended.ok() && nulls == 0 && bad_words == 0;
+        // A frag round records its nulls beside its range / live, as veballoc's do.
+        let clean = ended.ok() && bad_words == 0 && (nulls == 0 || test == "frag");
         self.peer_runs.push(PeerRun {
             peer: peer.label.clone(),
             bin: peer.bin.display().to_string(),
