@@ -156,14 +156,10 @@ impl Mapped {
         );
         if granted.is_err() {
             // Mapped but not accessible, it would count as mapped and never be mapped again
-            // (`regrow_memory` skips mapped segments): undo the map, as when cuMemMap fails.
-            // SAFETY: the range is mapped with h, and no kernel can touch it yet.
-            let unmapped = unsafe { cu::cuMemUnmap(self.addr(seg), SEGMENT_BYTES as usize) };
-            if unmapped == cu::cudaError_enum::CUDA_SUCCESS {
-                // SAFETY: h is ours and no longer mapped.
-                unsafe { cu::cuMemRelease(h) };
-                self.handles[seg as usize] = None;
-            } // Else still mapped: `release` leaks the range rather than free it under a mapping.
+            // (`regrow_memory` skips mapped segments): undo the map (no kernel can touch it
+            // yet). An unmap that fails leaves it mapped and listed, and `release` then leaks
+            // the range rather than free it under a mapping.
+            let _ = self.unmap(seg);
         }
         granted
     }
