@@ -133,3 +133,26 @@ fn vectors_grow_and_shrink_in_place_when_the_block_has_room() {
     drop(v);
     assert_empty(&h);
 }
+
+/// `realloc_layout` keeps a pointer in place only where it has the layout's alignment: a
+/// 64-byte slice at 64 bytes into its block, reallocated for 64 bytes aligned to 4 KiB, was
+/// kept where it was (its usable size held the size, and 16 is all `malloc` promises 64
+/// bytes), misaligned for the layout.
+#[test]
+fn realloc_layout_gives_the_layout_s_alignment() {
+    let cpu = CpuHeap::with_checks(4, 1, false);
+    let h = cpu.heap();
+    let (first, p) = (h.malloc(64), h.malloc(64));
+    assert_eq!(p as u64, first as u64 + 64, "the next slice: 64 mod 4096");
+    // SAFETY: p holds 64 bytes, ours.
+    unsafe { p.cast::<u64>().write(0x5eed) };
+    let layout = Layout::from_size_align(64, 4096).unwrap();
+    let q = h.realloc_layout(p, layout);
+    assert!(!q.is_null());
+    assert!((q as usize).is_multiple_of(4096), "{q:?} is not aligned to 4 KiB");
+    // SAFETY: q holds at least 64 bytes, the contents moved from p.
+    assert_eq!(unsafe { q.cast::<u64>().read() }, 0x5eed);
+    h.free(first);
+    h.free(q);
+    assert_empty(h);
+}

@@ -68,12 +68,12 @@ impl DeviceHeap {
     }
 
     /// `realloc` for `layout` (non-zero size): keeps `ptr` while its usable size holds
-    /// `layout.size()` (it is aligned already when it came from `malloc_layout` or
-    /// `realloc_layout` with the same alignment), else moves the contents to a
+    /// `layout.size()` and it has `layout.align()` (it has when it came from `malloc_layout`
+    /// or `realloc_layout` with the same alignment), else moves the contents to a
     /// `malloc_layout(layout)` block and frees `ptr`. Null `ptr` is `malloc_layout`; on failure
     /// null, with `ptr` untouched.
     pub fn realloc_layout(&self, ptr: *mut u8, layout: Layout) -> *mut u8 {
-        self.realloc_with(ptr, layout.size() as u64, || self.malloc_layout(layout))
+        self.realloc_with(ptr, layout.size() as u64, layout.align() as u64, || self.malloc_layout(layout))
     }
 }
 

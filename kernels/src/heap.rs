@@ -1062,13 +1062,20 @@ impl DeviceHeap {
     /// `ptr` untouched. Keeps `ptr` when it is already large enough. Fails (null) for
     /// packed pointers, whose size is not recorded.
     pub fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
-        self.realloc_with(ptr, size, || self.malloc(size))
+        self.realloc_with(ptr, size, 1, || self.malloc(size))
     }
 
-    /// `realloc` with `fresh` allocating the new block (of at least `size` bytes), for the
-    /// aligned form (`realloc_layout`).
+    /// `realloc` with `fresh` allocating the new block (of at least `size` bytes, aligned to
+    /// `align`), for the aligned form (`realloc_layout`): `ptr` is kept only where it has
+    /// `align` and the alignment `malloc` promises for `size`.
     #[inline(always)]
-    pub(crate) fn realloc_with(&self, ptr: *mut u8, size: u64, fresh: impl FnOnce() -> *mut u8) -> *mut u8 {
+    pub(crate) fn realloc_with(
+        &self,
+        ptr: *mut u8,
+        size: u64,
+        align: u64,
+        fresh: impl FnOnce() -> *mut u8,
+    ) -> *mut u8 {
         if ptr.is_null() {
             return fresh();
         }
@@ -1085,7 +1092,7 @@ impl DeviceHeap {
         }
         // In place only where the pointer has the alignment `size` is promised: a 72-byte
         // slice is 8-aligned, and a shrink to 64 bytes needs 16 (review of r31).
-        if size <= have && (ptr as u64).is_multiple_of(align_of_request(size)) {
+        if size <= have && (ptr as u64).is_multiple_of(align_of_request(size).max(align)) {
             return ptr;
         }
         let q = fresh();
