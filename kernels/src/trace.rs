@@ -117,9 +117,11 @@ pub fn now() -> u64 {
     }
 }
 
-/// Adds `v` to event `e` of the heap whose metadata is at `meta`.
+/// Adds `v` to event `e` of the heap whose metadata is at `meta`. Crate-private: it writes at
+/// `meta + TRACE_OFF` unchecked, so `meta` must be a live heap's metadata (the layers pass
+/// their own).
 #[inline(always)]
-pub fn add(meta: u64, e: Event, v: u64) {
+pub(crate) fn add(meta: u64, e: Event, v: u64) {
     if ON {
         // SAFETY: the header holds HEADER_BYTES bytes, of which the layout uses less than
         // TRACE_OFF (asserted above); the trace words are the rest.
@@ -131,13 +133,13 @@ pub fn add(meta: u64, e: Event, v: u64) {
 
 /// Adds the nanoseconds since `t0` (a `now()`) to event `e`.
 #[inline(always)]
-pub fn add_since(meta: u64, e: Event, t0: u64) {
+pub(crate) fn add_since(meta: u64, e: Event, t0: u64) {
     add(meta, e, now().wrapping_sub(t0));
 }
 
 /// Records an install of `ns` nanoseconds (its sum, count and histogram bucket).
 #[inline(always)]
-pub fn install(meta: u64, ns: u64) {
+pub(crate) fn install(meta: u64, ns: u64) {
     if ON {
         add(meta, Event::Installs, 1);
         add(meta, Event::InstallNs, ns);
