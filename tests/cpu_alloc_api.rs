@@ -22,7 +22,7 @@ fn assert_empty(h: &DeviceHeap) {
 fn vec_box_and_btreemap_live_in_the_heap() {
     let cpu = CpuHeap::with_checks(8, 4, false);
     let h = *cpu.heap();
-    let (lo, hi) = (h.mem, h.mem + h.capacity());
+    let (lo, hi) = (h.mem(), h.mem() + h.capacity());
     {
         let mut v: Vec<u32, DeviceHeap> = Vec::new_in(h);
         for i in 0..100_000u32 {
@@ -60,7 +60,7 @@ fn alignments_are_honoured_or_refused() {
     use std::alloc::Allocator;
     let cpu = CpuHeap::with_checks(8, 4, false);
     let h = *cpu.heap();
-    let base_align = 1usize << h.mem.trailing_zeros().min(24);
+    let base_align = 1usize << h.mem().trailing_zeros().min(24);
     for shift in 0..=24u32 {
         let align = 1usize << shift;
         // 64 KiB + 1 and 1 MiB: runs of 64 KiB blocks, cut to an aligned start (at 16 MiB

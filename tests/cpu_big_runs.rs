@@ -95,7 +95,7 @@ fn a_run_crosses_into_the_next_segment() {
     assert_eq!((s.bytes_in_use, s.crossing_runs, s.whole_blocks[RUN_GROUP]), (25 * MIB, 1, 100), "{s:?}");
     assert_eq!(s.segments_per_group[RUN_GROUP], 2, "{s:?}");
     // The first block of the run in the second segment: inside the run.
-    h.free((h.mem + SEGMENT_BYTES) as *mut u8);
+    h.free((h.mem() + SEGMENT_BYTES) as *mut u8);
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
     check(b, 20 * MIB, 2);
     h.free(b);
@@ -134,7 +134,7 @@ fn a_freed_run_returns_the_segments_it_covers() {
     // pending ones back when it finds no run of them, and the run starts in the free blocks
     // after `a`.
     let six = h.malloc(6 * SEGMENT_BYTES);
-    assert_eq!(six as u64, a as u64 + 5 * MIB, "{:#x}", six as u64 - h.mem);
+    assert_eq!(six as u64, a as u64 + 5 * MIB, "{:#x}", six as u64 - h.mem());
     for p in [small, a, six] {
         h.free(p);
     }

@@ -284,7 +284,7 @@ fn runs_of_64k_blocks_cross_segments() {
     let cpu = CpuHeap::with_checks(2, 1, false);
     let h = cpu.heap();
     set_host_thread_index(0);
-    let seg_of = |p: *mut u8| (p as u64 - h.mem) / SEGMENT_BYTES;
+    let seg_of = |p: *mut u8| (p as u64 - h.mem()) / SEGMENT_BYTES;
     let mut live = vec![h.malloc(16), h.malloc(5 * UNIT + 1)]; // blocks 0 and 1..=6 of segment 0
     for _ in 0..49 {
         live.push(h.malloc(4 * UNIT + 1)); // 7..=251: 252..=255 stay free
@@ -296,7 +296,7 @@ fn runs_of_64k_blocks_cross_segments() {
     h.free(a); // free: segment 0's 252..=255, segment 1's 0..=4 and 10..
     let b = h.malloc(4 * UNIT + 1);
     assert!(!b.is_null());
-    let last = (b as u64 + 5 * UNIT - 1 - h.mem) / SEGMENT_BYTES;
+    let last = (b as u64 + 5 * UNIT - 1 - h.mem()) / SEGMENT_BYTES;
     assert_eq!((seg_of(b), last), (0, 1), "a run of five blocks from segment 0 into segment 1");
     assert_eq!(h.validate().expect("consistent").crossing_runs, 1);
     live.push(b);

@@ -292,11 +292,11 @@ fn invalid_frees_are_counted_not_fatal() {
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();
     let p = h.malloc(64);
-    h.free((h.mem - 64) as *mut u8); // below the heap
-    h.free((h.mem + h.capacity()) as *mut u8); // past it
-                                               // SAFETY: pointer arithmetic only.
+    h.free((h.mem() - 64) as *mut u8); // below the heap
+    h.free((h.mem() + h.capacity()) as *mut u8); // past it
+                                                 // SAFETY: pointer arithmetic only.
     h.free(unsafe { p.add(8) }); // inside a slice
-    h.free((h.mem + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
+    h.free((h.mem() + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
     let whole = h.malloc(2 << 20); // a whole block (of one 2 MiB slice)
                                    // SAFETY: pointer arithmetic only.
     h.free(unsafe { whole.add(4096) }); // inside a whole block
@@ -716,7 +716,7 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     let b = h.take_slices(c, 32).expect("across the block's end");
     assert_eq!((b.got, b.got2), (per - 320, 32 - (per - 320)), "{b:?}");
     assert_eq!(b.base, a.base + 320 * size);
-    let block_start = |p: u64| p - (p - h.mem) % (1 << 20);
+    let block_start = |p: u64| p - (p - h.mem()) % (1 << 20);
     assert_eq!(b.base2, block_start(a.base) + (1 << 20), "the next block of the run");
     mark(&b);
     let s = h.validate().expect("heap consistent");
@@ -790,20 +790,20 @@ fn an_emptied_segment_goes_back_when_memory_runs_short() {
     let p = h.malloc(16);
     h.free(p);
     let p = h.malloc(4096);
-    assert_eq!(p as u64, h.mem + SEGMENT_BYTES, "segment 1, formatted for 4 KiB's group");
+    assert_eq!(p as u64, h.mem() + SEGMENT_BYTES, "segment 1, formatted for 4 KiB's group");
     h.free(p);
     h.trim_slot(class_of(4096), 0);
     let s = h.validate().expect("consistent");
     assert_eq!((s.bytes_in_use, s.free_segments), (0, 1), "marked pending, not yet reclaimed: {s:?}");
     // 128 B is of another group: it formats the free segment 2.
     let q = h.malloc(128);
-    assert_eq!(q as u64, h.mem + 2 * SEGMENT_BYTES, "segment 2");
+    assert_eq!(q as u64, h.mem() + 2 * SEGMENT_BYTES, "segment 2");
     h.free(q);
     h.trim_slot(class_of(128), 0);
     // A run of two segments: the run claim reclaims the pending ones (1 and 2), with no
     // sweep (which would have retired 16 B's idle block and returned segment 0 too).
     let r = h.malloc(SEGMENT_BYTES + 1);
-    assert_eq!(r as u64, h.mem + SEGMENT_BYTES, "a run over segments 1 and 2");
+    assert_eq!(r as u64, h.mem() + SEGMENT_BYTES, "a run over segments 1 and 2");
     assert!(h.occupancy().current_bytes(class_of(16)) > 0, "16 B's block still current: no sweep ran");
     h.free(r);
     assert_empty(h);
@@ -814,7 +814,7 @@ fn an_emptied_segment_goes_back_when_memory_runs_short() {
     h.free(p);
     h.trim_slot(class_of(4096), 0);
     let q = h.malloc(128);
-    assert_eq!(q as u64, h.mem, "the pending segment, for another group");
+    assert_eq!(q as u64, h.mem(), "the pending segment, for another group");
     h.free(q);
     assert_empty(h);
 }
@@ -1060,7 +1060,7 @@ fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
     let run = h.malloc(2 * SEGMENT_BYTES);
     assert!(!run.is_null());
     let uses = h.segment_uses();
-    let seg = |p: *mut u8| ((p as u64 - h.mem) / SEGMENT_BYTES) as usize;
+    let seg = |p: *mut u8| ((p as u64 - h.mem()) / SEGMENT_BYTES) as usize;
     let g16 = veballoc::kernels::block::group_of(class_of(16));
     assert_eq!(uses[seg(p)].kind, SegKind::Group(g16), "{uses:?}");
     assert_eq!(uses[seg(p)].blocks_out, 1, "the 16-byte slot's one block: {uses:?}");
@@ -1107,7 +1107,7 @@ fn first_install_blocks(size: u64, installs: u64) -> Vec<u64> {
         set_host_thread_index(t * 7);
         let p = h.malloc(size);
         assert!(!p.is_null());
-        let off = p as u64 - h.mem;
+        let off = p as u64 - h.mem();
         assert_eq!(off / SEGMENT_BYTES, 0, "one segment holds these blocks");
         blocks.push(off % SEGMENT_BYTES / group_block_bytes(g));
         ptrs.push(p);

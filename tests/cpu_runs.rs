@@ -33,12 +33,12 @@ fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
     assert_eq!((max_run(c), block_bytes(c)), (2, BLOCK));
     set_host_thread_index(0);
     let t0 = h.take_slices(c, per).expect("block 0");
-    assert_eq!((t0.base, t0.got), (h.mem, per));
+    assert_eq!((t0.base, t0.got), (h.mem(), per));
     if h.checking() {
         h.hand_out().mark_handed_out(t0.base, c, t0.got);
     }
     let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
-    assert_eq!((t1.base, t1.got, t1.got2), (h.mem + BLOCK, per, 0));
+    assert_eq!((t1.base, t1.got, t1.got2), (h.mem() + BLOCK, per, 0));
     // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
     h.slots().release_slices(0, 1, c, 0, per);
     (c, per)
@@ -56,7 +56,7 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     // Shard 1 installs a block: the lowest free one is block 1.
     set_host_thread_index(SHARD1_SPREAD0);
     let q = h.take_slices(c, 1).expect("a slice on shard 1");
-    assert_eq!(q.base, h.mem + BLOCK, "shard 1 got the recycled block 1");
+    assert_eq!(q.base, h.mem() + BLOCK, "shard 1 got the recycled block 1");
     if h.checking() {
         h.hand_out().mark_handed_out(q.base, c, 1);
     }
@@ -76,7 +76,7 @@ fn validator_reads_a_recycled_packed_block_through_a_stale_run_range() {
     let (_c, _per) = stale_run(h);
     set_host_thread_index(0);
     let ps = cpu.warp_malloc_packed(&[4096; 9]);
-    assert_eq!(ps[0] as u64, h.mem + BLOCK, "the packed row got the recycled block 1");
+    assert_eq!(ps[0] as u64, h.mem() + BLOCK, "the packed row got the recycled block 1");
     let s = h.validate();
     eprintln!("validate: {s:?}");
     let s = s.expect("a consistent heap validates");

@@ -131,7 +131,7 @@ fn the_hand_out_bitmap_of_a_heap_without_one_is_refused() {
     let cpu = CpuHeap::with_checks(4, 1, false);
     let h = cpu.heap();
     let p = h.malloc(16);
-    assert_eq!(p as u64, h.mem, "slice 0 of segment 0");
+    assert_eq!(p as u64, h.mem(), "slice 0 of segment 0");
     let before = *h.layout();
     let marked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         h.hand_out().mark_handed_out(p as u64, 0, 1);

@@ -202,7 +202,7 @@ fn large_alignments_are_honoured_absolutely_or_refused() {
     // The values are large (as large as their alignment): a big stack for the moves.
     on_big_stack(|| {
         let cpu = CpuHeap::new(8, 1);
-        let base = cpu.heap().mem;
+        let base = cpu.heap().mem();
         let r8k = box_and_vec_of(&cpu, |t| Align8K { tag: t }, |a| a.tag);
         let r64k = box_and_vec_of(&cpu, |t| Align64K { tag: t }, |a| a.tag);
         let r1m = box_and_vec_of(&cpu, |t| Align1M { tag: t }, |a| a.tag);

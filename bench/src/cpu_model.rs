@@ -248,7 +248,7 @@ pub(crate) fn frag_point(
         let (range, nulls) = Bench::range_of(&got, size_of);
         if map && round == 0 {
             let h = heap.heap();
-            seg_map = Some(frag_map(h.mem, &h.segment_uses(), &got, size_of, sizes, n));
+            seg_map = Some(frag_map(h.mem(), &h.segment_uses(), &got, size_of, sizes, n));
         }
         sim.launch(n, |lo, hi| {
             for p in &ptrs[lo as usize..hi as usize] {

@@ -189,10 +189,15 @@ impl Heap {
         let meta = gpu.zeroed::<u64>((layout.meta_bytes / 8) as usize)?;
         let header = layout.header_words();
         gpu.copy_in(&mut meta.index(..header.len()), &header[..])?;
-        let handle = DeviceHeap {
-            mem: mem.base(),
-            meta: meta.as_device_ptr().as_raw(),
-            num_segments: layout.num_segments as u64,
+        // SAFETY: a handle for this GPU's kernels: `meta` is the layout's meta_bytes of device
+        // memory (u64s, so 8-aligned) holding its header and zeros, initialised by veballoc_init
+        // below before any other kernel gets the handle; `mem` is the segments' device memory
+        // (segment-aligned), which only the heap hands out; the count is the layout's; both
+        // live until the heap is destroyed, after the kernels that use the handle (launches are
+        // unsafe: their callers vouch for that). The host reads the metadata only through
+        // `with_host_view`'s copies.
+        let handle = unsafe {
+            DeviceHeap::from_raw_parts(mem.base(), meta.as_device_ptr().as_raw(), layout.num_segments as u64)
         };
         let heap = Heap {
             pool: Mutex::new(Pool::with_threshold(DEFAULT_RELEASE_THRESHOLD)),
@@ -273,7 +278,10 @@ impl Heap {
         Err(last.unwrap_or(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES }))
     }
 
-    /// The handle kernels receive (a `Copy` value).
+    /// The handle kernels receive (a `Copy` value), for the kernels of this heap's GPU: its
+    /// addresses are device addresses, so its methods are not for the host (they would read
+    /// device memory as host memory; `stats`, `read` and the like are the host's views), and
+    /// kernels must not use it after the heap is destroyed.
     pub fn handle(&self) -> DeviceHeap {
         self.handle
     }
@@ -393,8 +401,8 @@ impl Heap {
     /// Checks that `bytes` at `ptr` lie in the heap's segment memory, aligned for `align`.
     fn check_view(&self, ptr: u64, bytes: u64, align: usize) -> Result<()> {
         let end = ptr.checked_add(bytes);
-        if ptr < self.handle.mem
-            || end.is_none_or(|e| e > self.handle.mem + self.capacity())
+        if ptr < self.handle.mem()
+            || end.is_none_or(|e| e > self.handle.mem() + self.capacity())
             || !ptr.is_multiple_of(align as u64)
         {
             return Err(Error::NotInHeap { ptr, bytes });
@@ -574,7 +582,14 @@ impl Heap {
         let meta = self.meta.as_ref().expect("live heap");
         let mut host = vec![0u64; meta.len()];
         self.gpu.copy_out(meta, &mut host[..])?;
-        Ok(f(&DeviceHeap { meta: host.as_ptr() as u64, ..self.handle }))
+        // SAFETY: a read-only view (see `DeviceHeap::from_raw_parts`): `host` is a copy of the
+        // whole metadata (u64s, 8-aligned) that lives through `f`, with the handle's segment
+        // count; `mem` is the GPU's address, which the metadata readers `f` runs (`validate`,
+        // `segment_uses`) never dereference, and nothing allocates or frees through the view.
+        let view = unsafe {
+            DeviceHeap::from_raw_parts(self.handle.mem(), host.as_ptr() as u64, self.handle.num_segments())
+        };
+        Ok(f(&view))
     }
 
     /// Frees the heap's GPU memory now, reporting errors (Drop ignores them).
@@ -650,7 +665,7 @@ impl SegmentSource for Segments<'_> {
     }
 
     fn segment_addr(&self, seg: u32) -> u64 {
-        self.0.handle.mem + seg as u64 * SEGMENT_BYTES
+        self.0.handle.mem() + seg as u64 * SEGMENT_BYTES
     }
 
     fn record(&self, stream: StreamId) -> Result<Mark> {

@@ -32,11 +32,14 @@ use crate::SEGMENT_BYTES;
 /// Largest alignment of a (sized) `DBox`/`DVec` element: a segment, the largest alignment the
 /// allocator gives. A type aligned to more does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// #[repr(align(33554432))] // 32 MiB
 /// struct TooAligned(u8);
-/// let heap = veballoc_kernels::DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
-/// let _ = veballoc_kernels::DBox::new(&heap, TooAligned(1));
+/// fn boxed(heap: &veballoc_kernels::DeviceHeap) {
+///     let _ = veballoc_kernels::DBox::new(heap, TooAligned(1));
+/// }
+/// let cpu = veballoc_kernels::cpu::CpuHeap::new(1, 1);
+/// boxed(cpu.heap());
 /// ```
 pub const MAX_ALIGN: usize = SEGMENT_BYTES as usize;
 
@@ -56,7 +59,7 @@ impl<T> Fits<T> {
 #[inline(always)]
 fn bytes_for<T>(heap: &DeviceHeap, n: u64) -> Option<u64> {
     let () = Fits::<T>::ALIGN;
-    if heap.mem & (align_of::<T>() as u64 - 1) != 0 {
+    if heap.mem() & (align_of::<T>() as u64 - 1) != 0 {
         return None;
     }
     (size_of::<T>() as u64).checked_mul(n)

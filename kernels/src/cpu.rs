@@ -50,8 +50,14 @@ impl CpuHeap {
         let mut meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];
         let header = layout.header_words();
         meta[..header.len()].copy_from_slice(&header);
+        // SAFETY: `meta` holds the layout's meta_bytes (8-aligned u64s), its header then zeros,
+        // and lives (never moved: a Vec's buffer) as long as `self`, which hands out the handle
+        // by reference (a copy taken out of that reference can outlive it: the gap documented
+        // at `heap()`); `mem` is `num_segments` segments of fresh host memory aligned to a
+        // segment, owned by `self` and touched only through the heap; the count is the
+        // layout's; the init words are written next, before anything else uses the heap.
         let heap =
-            DeviceHeap { mem: mem as u64, meta: meta.as_ptr() as u64, num_segments: num_segments as u64 };
+            unsafe { DeviceHeap::from_raw_parts(mem as u64, meta.as_ptr() as u64, num_segments as u64) };
         for i in 0..layout.init_words() {
             heap.init_word(i);
         }
@@ -59,6 +65,10 @@ impl CpuHeap {
     }
 
     /// The handle (valid while `self` lives).
+    ///
+    /// `DeviceHeap` is `Copy` and has no lifetime, so a copy (`*cpu.heap()`) can outlive
+    /// `self`; using one after `self` is dropped reads freed memory. Nothing stops that at
+    /// compile time yet: keep copies within `self`'s life.
     pub fn heap(&self) -> &DeviceHeap {
         &self.heap
     }

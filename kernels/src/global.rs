@@ -22,8 +22,14 @@ use core::alloc::{GlobalAlloc, Layout};
 use crate::heap::DeviceHeap;
 
 /// The heap the module's global allocator uses; zero (no metadata) until the host binds one.
+/// Only the host writes it (`veballoc::Heap::bind_global`); the allocator uses it only when
+/// its metadata address is not zero (see [`GlobalHeap`]).
 #[no_mangle]
-pub static mut VEBALLOC_GLOBAL_HEAP: DeviceHeap = DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
+pub static mut VEBALLOC_GLOBAL_HEAP: DeviceHeap = UNBOUND;
+
+/// The handle of no heap (all zeros): crate-private, since its methods would read metadata at
+/// address 0; `GlobalHeap::alloc` checks for it before any use.
+const UNBOUND: DeviceHeap = DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
 
 /// Address of a page-locked host word (mapped for the device) where a failed allocation
 /// records why (see [`failure_word`]); zero when the host registered none.
@@ -74,7 +80,7 @@ unsafe impl GlobalAlloc for GlobalHeap {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         let heap = bound_heap();
-        if heap.meta == 0 {
+        if heap.meta() == 0 {
             record_failure(FAILURE_NO_HEAP, layout.size() as u64);
             return core::ptr::null_mut();
         }

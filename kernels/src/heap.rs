@@ -210,6 +210,17 @@ pub const WARP_ROUNDS: u32 = 64;
 
 /// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument.
 ///
+/// A handle is made by the heap's owner: the host runtime (`veballoc::Heap::handle`, passed
+/// to kernels as `veballoc::Heap::arg`), the CPU model (`cpu::CpuHeap::heap`), or
+/// [`DeviceHeap::from_raw_parts`] (unsafe: its addresses must name a live heap). Its fields
+/// are private, so safe code cannot point one at arbitrary memory; [`DeviceHeap::mem`],
+/// [`DeviceHeap::meta`] and [`DeviceHeap::num_segments`] read them.
+///
+/// ```compile_fail,E0451
+/// // Safe code cannot make a handle from arbitrary numbers (malloc would write there).
+/// let heap = veballoc_kernels::DeviceHeap { mem: 0, meta: 0, num_segments: 0 };
+/// ```
+///
 /// # Example (device side)
 /// ```ignore
 /// #[no_mangle]
@@ -222,18 +233,63 @@ pub const WARP_ROUNDS: u32 = 64;
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceHeap {
     /// Address of segment 0.
-    pub mem: u64,
+    pub(crate) mem: u64,
     /// Address of the metadata (`layout().meta_bytes` bytes, 8-aligned), which starts with
     /// the layout (see `HEADER_BYTES`).
-    pub meta: u64,
+    pub(crate) meta: u64,
     /// `layout().num_segments`, carried here so that `free` checks its pointer and finds the
     /// segment table, the kind copies and the block metadata from its arguments alone, with no
     /// header load before them (ncu, r30). A `u64`, so that the handle has no padding bytes (the host
     /// copies it to the GPU as plain data).
-    pub num_segments: u64,
+    pub(crate) num_segments: u64,
 }
 
 impl DeviceHeap {
+    /// A handle from its parts: segment 0's address, the metadata's address and the segment
+    /// count. What the host runtime and the CPU model build theirs with.
+    ///
+    /// # Safety
+    /// Every method of the handle (and of its copies) trusts these numbers: for as long as
+    /// the handle or a copy of it is used,
+    /// - `meta` is the address of a heap's metadata, readable and writable (atomically) by
+    ///   every thread that uses the handle: `layout.meta_bytes` bytes, 8-aligned, starting
+    ///   with the header `layout.header_words()` of that heap's [`HeapLayout`], the rest zeroed
+    ///   and then initialised with [`DeviceHeap::init_word`] for every word below
+    ///   `layout.init_words()` before any other method is called (or the metadata of a heap
+    ///   initialised so, which nothing but veballoc writes since);
+    /// - `num_segments` is that layout's `num_segments`;
+    /// - `mem` is the address of `num_segments` segments of `SEGMENT_BYTES` bytes, a multiple
+    ///   of 16 (of `SEGMENT_BYTES` for `malloc_layout` to give alignments above 16), that the
+    ///   heap owns: nothing else accesses them but through the pointers the heap hands out,
+    ///   and they are readable and writable by the threads that use those pointers;
+    /// - no other heap uses the same metadata or segments.
+    ///
+    /// A handle that is only read from (`validate`, `layout`, `usable_size`, the statistics)
+    /// needs the conditions on `meta` and `num_segments` only: the heap itself touches segment
+    /// memory only in `calloc` (zeroing) and `realloc` / `realloc_layout` (copying).
+    #[inline(always)]
+    pub const unsafe fn from_raw_parts(mem: u64, meta: u64, num_segments: u64) -> Self {
+        Self { mem, meta, num_segments }
+    }
+
+    /// Address of segment 0 (the allocations' alignment is relative to it).
+    #[inline(always)]
+    pub const fn mem(&self) -> u64 {
+        self.mem
+    }
+
+    /// Address of the metadata, which starts with the layout (see `HEADER_BYTES`).
+    #[inline(always)]
+    pub const fn meta(&self) -> u64 {
+        self.meta
+    }
+
+    /// Segments in the heap (the layout's `num_segments`, carried in the handle).
+    #[inline(always)]
+    pub const fn num_segments(&self) -> u64 {
+        self.num_segments
+    }
+
     /// The layout, from the metadata header.
     #[inline(always)]
     pub fn layout(&self) -> &HeapLayout {

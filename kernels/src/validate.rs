@@ -597,6 +597,8 @@ mod tests {
         let cpu = CpuHeap::new(4, 8);
         let h = *cpu.heap();
         h.validate().expect("the heap's own handle is consistent");
+        // Not a handle `from_raw_parts` allows (the count is not the layout's): built from the
+        // fields, in the crate, for `validate` alone, which checks the count before anything.
         let wrong = DeviceHeap { num_segments: 5, ..h };
         match wrong.validate() {
             Err(HeapError::HandleSegments { handle: 5, layout: 4 }) => {}

@@ -584,7 +584,11 @@ mod real {
 
         fn with_layout(layout: HeapLayout, addrs: Vec<u64>) -> Arc<Self> {
             let meta = LoomMeta::new(&layout.header_words(), layout.meta_bytes);
-            let heap = DeviceHeap { mem: MEM, meta: meta.addr(), num_segments: layout.num_segments as u64 };
+            // SAFETY: `meta` is a loom arena of the layout's meta_bytes with its header and zeros
+            // (initialised next), alive as long as the model, which owns the handle; MEM is a
+            // segment-aligned address that the models never dereference (each address's data
+            // is a loom cell, `Cells`) and never calloc or realloc; the count is the layout's.
+            let heap = unsafe { DeviceHeap::from_raw_parts(MEM, meta.addr(), layout.num_segments as u64) };
             for i in 0..layout.init_words() {
                 heap.init_word(i);
             }
