@@ -147,12 +147,16 @@ fn realloc_layout_gives_the_layout_s_alignment() {
     // SAFETY: p holds 64 bytes, ours.
     unsafe { p.cast::<u64>().write(0x5eed) };
     let layout = Layout::from_size_align(64, 4096).unwrap();
-    let q = h.realloc_layout(p, layout);
+    // SAFETY: p came from this heap's malloc above, is live and ours; the result replaces it.
+    let q = unsafe { h.realloc_layout(p, layout) };
     assert!(!q.is_null());
     assert!((q as usize).is_multiple_of(4096), "{q:?} is not aligned to 4 KiB");
     // SAFETY: q holds at least 64 bytes, the contents moved from p.
     assert_eq!(unsafe { q.cast::<u64>().read() }, 0x5eed);
-    h.free(first);
-    h.free(q);
+    // SAFETY: first and q are live and ours (p went with the move), each freed once.
+    unsafe {
+        h.free(first);
+        h.free(q);
+    }
     assert_empty(h);
 }

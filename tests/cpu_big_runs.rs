@@ -51,7 +51,8 @@ fn fill_share(segments: u32, size: u64, threads: u64) -> f64 {
     assert_eq!(s.bytes_in_use, ptrs.len() as u64 * each, "size {size}: {s:?}");
     for &p in &ptrs {
         check(p as *mut u8, size, p);
-        h.free(p as *mut u8);
+        // SAFETY: each p came from one thread's malloc above (joined), is freed once, unused after.
+        unsafe { h.free(p as *mut u8) };
     }
     assert_empty(h);
     (ptrs.len() as u64 * size) as f64 / h.capacity() as f64
@@ -95,16 +96,25 @@ fn a_run_crosses_into_the_next_segment() {
     assert_eq!((s.bytes_in_use, s.crossing_runs, s.whole_blocks[RUN_GROUP]), (25 * MIB, 1, 100), "{s:?}");
     assert_eq!(s.segments_per_group[RUN_GROUP], 2, "{s:?}");
     // The first block of the run in the second segment: inside the run.
-    h.free((h.mem() + SEGMENT_BYTES) as *mut u8);
+    // SAFETY: not a valid free, on purpose: a pointer inside a live run, which the heap must
+    // refuse and count (asserted next); a refused free changes nothing and never touches
+    // the run's memory.
+    unsafe { h.free((h.mem() + SEGMENT_BYTES) as *mut u8) };
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
     check(b, 20 * MIB, 2);
-    h.free(b);
-    h.free(b);
+    // SAFETY: b came from the malloc above; freed once here, not used after (the next free is
+    // the test's deliberate second free).
+    unsafe { h.free(b) };
+    // SAFETY: not a valid free, on purpose: a second free of the run, which the heap must refuse
+    // and count (asserted next: whole runs are freed by a CAS on their kind, so it cannot
+    // free again); no malloc ran in between, so no live memory is named.
+    unsafe { h.free(b) };
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "a second free of a run is counted");
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.crossing_runs), (5 * MIB, 0), "{s:?}");
     check(a, 5 * MIB, 1);
-    h.free(a);
+    // SAFETY: a came from the malloc above, is freed once and not used after.
+    unsafe { h.free(a) };
     assert_empty(h);
 }
 
@@ -124,7 +134,8 @@ fn a_freed_run_returns_the_segments_it_covers() {
     let s = h.validate().expect("heap consistent");
     // 16 B in segment 0; the runs in segments 1.. (5 + 40 MiB: two and a half segments).
     assert_eq!((s.free_segments, s.segments_per_group[RUN_GROUP], s.crossing_runs), (4, 3, 1), "{s:?}");
-    h.free(big);
+    // SAFETY: big came from the malloc above, is freed once and not used after.
+    unsafe { h.free(big) };
     let s = h.validate().expect("heap consistent");
     // Segment 2 (covered whole) is free at once, without a trim or a sweep; segment 1 holds
     // `a`, and segment 3 nothing, pending until memory runs short.
@@ -136,7 +147,8 @@ fn a_freed_run_returns_the_segments_it_covers() {
     let six = h.malloc(6 * SEGMENT_BYTES);
     assert_eq!(six as u64, a as u64 + 5 * MIB, "{:#x}", six as u64 - h.mem());
     for p in [small, a, six] {
-        h.free(p);
+        // SAFETY: small, a and six came from the mallocs above; each is freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -152,7 +164,8 @@ fn requests_above_the_heap_are_null() {
     assert_eq!(h.counter(counter::OUT_OF_MEMORY).load_acquire(), 3);
     let all = h.malloc(2 * SEGMENT_BYTES);
     assert!(!all.is_null(), "the whole heap");
-    h.free(all);
+    // SAFETY: `all` came from the malloc above, is freed once and not used after.
+    unsafe { h.free(all) };
     assert_empty(h);
 }
 
@@ -226,12 +239,15 @@ fn concurrent_runs_get_no_null_with_room() {
                             let (size, tag) = (v >> 32, t << 32 | (v & 0xffff_ffff));
                             check(p as *mut u8, size, tag);
                             live.fetch_sub(size, Relaxed);
-                            h.free(p as *mut u8);
+                            // SAFETY: p came from this thread's malloc and was this thread's alone (just
+                            // taken out of `held`): freed once, unused after.
+                            unsafe { h.free(p as *mut u8) };
                         }
                     }
                     for (p, v) in held {
                         check(p as *mut u8, v >> 32, t << 32 | (v & 0xffff_ffff));
-                        h.free(p as *mut u8);
+                        // SAFETY: as above: each p was this thread's alone, freed once, unused after.
+                        unsafe { h.free(p as *mut u8) };
                     }
                 })
             })
@@ -323,11 +339,13 @@ fn run_nulls_only_when_no_free_segments() {
                 live.push((p as u64, len));
             } else if !live.is_empty() {
                 let (p, _) = live.swap_remove((r >> 3) as usize % live.len());
-                h.free(p as *mut u8);
+                // SAFETY: p came from this heap's malloc, held only in `live` (just taken out): freed once.
+                unsafe { h.free(p as *mut u8) };
             }
         }
         for (p, _) in live {
-            h.free(p as *mut u8);
+            // SAFETY: each p is still live (in `live`), freed once and not used after.
+            unsafe { h.free(p as *mut u8) };
         }
         assert_empty(h);
     }
@@ -360,10 +378,14 @@ fn huge_requests_are_null() {
     let p = h.malloc(cap);
     assert!(!p.is_null());
     assert_eq!(h.usable_size(p), cap);
-    assert!(h.realloc(p, u64::MAX).is_null());
-    h.free(p);
+    // SAFETY: p came from the malloc above; a realloc this large fails (asserted), leaving p
+    // allocated and untouched.
+    assert!(unsafe { h.realloc(p, u64::MAX) }.is_null());
+    // SAFETY: p is still allocated (the realloc failed), freed once and not used after.
+    unsafe { h.free(p) };
     let p = h.malloc_run_aligned(cap - (16 << 20), 16 << 20);
     assert!(!p.is_null());
-    h.free(p);
+    // SAFETY: p came from the malloc_run_aligned above, is freed once and not used after.
+    unsafe { h.free(p) };
     assert_empty(h);
 }

@@ -45,7 +45,8 @@ fn runs_until_null(segments: u32, size: u64, booted: bool) -> usize {
     h.validate().expect("heap consistent");
     let n = ptrs.len();
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from this heap's malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
     n
@@ -80,7 +81,8 @@ fn the_boot_gives_every_slot_of_the_smallest_class_a_block() {
     assert_eq!(stats.live_slices[BOOT_SLOT_CLASS], 32 * THREADS as u64);
     for p in ptrs {
         check(p, 16, p as u64);
-        h.free(p);
+        // SAFETY: each p came from one warp_malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
     let small = CpuHeap::new(BOOT_SEGMENTS_PER_GROUP - 1, THREADS);
@@ -110,7 +112,8 @@ fn the_boot_slots_group_keeps_its_second_segment() {
     let seg = |p: *mut u8| (p as u64 - h.segment_addr(0)) / SEGMENT_BYTES;
     assert!(ptrs.iter().all(|&p| seg(p) == 0), "the burst stays in segment 0");
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from one warp_malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -159,7 +162,9 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
         assert_eq!(at, Some(expect), "{size} B (group {g}): the take-back after this many blocks");
         for t in taken {
             for r in 0..t.total() {
-                h.free(t.addr(r, veballoc::kernels::block::slice_bytes(c)) as *mut u8);
+                // SAFETY: each slice of the takes above (marked handed out, with the checks) is freed once
+                // and not used after.
+                unsafe { h.free(t.addr(r, veballoc::kernels::block::slice_bytes(c)) as *mut u8) };
             }
         }
         assert_empty(h);
@@ -192,9 +197,11 @@ fn a_take_back_at_the_heap_s_last_segment_stays_inside_the_table() {
     assert!(ptrs.iter().all(|&p| !p.is_null() && seg(p) == segments as u64 - 1));
     h.validate().expect("heap consistent");
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from one warp_malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
-    h.free(run);
+    // SAFETY: run came from the malloc above, is freed once and not used after.
+    unsafe { h.free(run) };
     assert_empty(h);
 }
 
@@ -245,7 +252,8 @@ fn a_booted_heap_fills_as_far_with_slices() {
             got[k] = ptrs.len() as u64;
             h.validate().expect("heap consistent");
             for p in ptrs {
-                h.free(p);
+                // SAFETY: each p came from one warp_malloc above, is freed once and not used after.
+                unsafe { h.free(p) };
             }
             assert_empty(h);
         }
@@ -322,7 +330,9 @@ fn a_take_back_races_the_next_groups_first_claims() {
             h.validate().expect("heap consistent with every slice live");
             for &(p, size) in &live {
                 check(p as *mut u8, size, p ^ size);
-                h.free(p as *mut u8);
+                // SAFETY: each p came from one thread's malloc (joined above; no two overlap), is freed once
+                // and not used after.
+                unsafe { h.free(p as *mut u8) };
             }
             assert_empty(h);
         }

@@ -87,7 +87,9 @@ fn churn(segments: u32, shards: u32, n: u64, rounds: u32, live: f64) -> ChurnRun
                 let r = round_draw(SEED, i, round as u64);
                 let iu = i as usize;
                 if ptrs[iu] != 0 && (r & PROB_MASK) < free_p {
-                    h.free(ptrs[iu] as *mut u8);
+                    // SAFETY: ptrs[iu] is this simulated thread's live block from this heap's malloc; freed
+                    // once and forgotten (cleared next).
+                    unsafe { h.free(ptrs[iu] as *mut u8) };
                     ptrs[iu] = 0;
                     live_b -= sizes[iu];
                     holders -= 1;
@@ -230,8 +232,10 @@ fn a_reclaim_sweep_keeps_current_blocks_that_hold_live_slices() {
     assert_eq!(q as u64, p as u64 + 64, "the next slice of the same block");
     let s = h.validate().expect("consistent");
     assert_eq!(s.slice_blocks[class_of(64)], 1, "{s:?}");
-    h.free(p);
-    h.free(q);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
+    // SAFETY: q came from the malloc above, is freed once and not used after.
+    unsafe { h.free(q) };
     h.trim();
     assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
 }
@@ -265,7 +269,8 @@ fn current_blocks_of_every_class_and_shard_pin_at_most_an_eighth_of_the_heap() {
         h.capacity() >> 20
     );
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from this heap's malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     h.trim();
     assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
@@ -293,7 +298,8 @@ fn runs_of_64k_blocks_cross_segments() {
     live.push(h.malloc(4 * UNIT + 1)); // segment 1, 5..=9
     assert!(live.iter().all(|p| !p.is_null()) && !a.is_null());
     assert_eq!(seg_of(a), 1);
-    h.free(a); // free: segment 0's 252..=255, segment 1's 0..=4 and 10..
+    // SAFETY: a came from the malloc above, is freed once and not used after.
+    unsafe { h.free(a) }; // free: segment 0's 252..=255, segment 1's 0..=4 and 10..
     let b = h.malloc(4 * UNIT + 1);
     assert!(!b.is_null());
     let last = (b as u64 + 5 * UNIT - 1 - h.mem()) / SEGMENT_BYTES;
@@ -301,7 +307,8 @@ fn runs_of_64k_blocks_cross_segments() {
     assert_eq!(h.validate().expect("consistent").crossing_runs, 1);
     live.push(b);
     for p in live {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above (all live), is freed once and not used after.
+        unsafe { h.free(p) };
     }
     h.trim();
     let s = h.validate().expect("consistent");
@@ -371,7 +378,8 @@ fn runs_of_64k_blocks_round_no_more_than_the_classes() {
         } else {
             assert_eq!(got, slice_bytes(c), "{size} B");
         }
-        h.free(p);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert!(runs > 0);
     for size in [128 << 10, 170 << 10, 192 << 10, 200 << 10, 256 << 10, (256 << 10) + 1] {
@@ -415,7 +423,8 @@ fn a_burst_of_run_claims_formats_one_segment() {
             o.groups[0].segments
         );
         for p in got {
-            h.free(p as *mut u8);
+            // SAFETY: each p came from one thread's malloc above (joined), is freed once, unused after.
+            unsafe { h.free(p as *mut u8) };
         }
     }
 }

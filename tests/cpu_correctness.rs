@@ -24,8 +24,12 @@ fn whole_block_double_free_without_checks_is_counted_and_harmless() {
     let keep = h.malloc(WHOLE); // keeps the segment formatted for the class
     let p = h.malloc(WHOLE);
     assert!(!p.is_null() && !keep.is_null());
-    h.free(p);
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once here and not used after.
+    unsafe { h.free(p) };
+    // SAFETY: not a valid free, on purpose: the second free of a whole block at once (no malloc
+    // can have handed it out again), which the heap refuses and counts even without the
+    // checks (asserted next); a refused free changes nothing.
+    unsafe { h.free(p) };
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "the second free is counted");
     assert_eq!(stats(h).bytes_in_use, h.usable_size(keep));
     // Every later whole block is distinct from the live one and from each other.
@@ -52,15 +56,20 @@ fn free_into_a_parked_block_without_checks_is_counted() {
     let h = cpu.heap();
     let keep = h.malloc(WHOLE);
     let p = h.malloc(WHOLE);
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once here and not used after.
+    unsafe { h.free(p) };
     // SAFETY: pointer arithmetic only; the heap never dereferences it.
     let inside = unsafe { p.add(4096) };
-    h.free(inside); // a pointer into the parked block
+    // SAFETY: not a valid free, on purpose: a pointer into p's block, parked by the free above
+    // (no malloc since), which the heap refuses and counts (asserted next); a refused free
+    // changes nothing.
+    unsafe { h.free(inside) }; // a pointer into the parked block
     let bad =
         h.counter(counter::DOUBLE_FREE).load_acquire() + h.counter(counter::INVALID_FREE).load_acquire();
     assert_eq!(bad, 1, "a free into a parked block is counted");
     assert_eq!(stats(h).bytes_in_use, h.usable_size(keep));
-    h.free(keep);
+    // SAFETY: keep came from the malloc above, is freed once and not used after.
+    unsafe { h.free(keep) };
 }
 
 /// The stamp kernel that names an allocator build's checks, in veballoc's PTX and swapped.
@@ -104,12 +113,14 @@ fn current_blocks_of_other_shards_do_not_pin_the_heap() {
         set_host_thread_index(shard);
         let p = h.malloc(4096);
         assert!(!p.is_null());
-        h.free(p);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     set_host_thread_index(0);
     let q = h.malloc(16);
     assert!(!q.is_null(), "null with 0 live bytes: the heap was not full");
-    h.free(q);
+    // SAFETY: q came from the malloc above, is freed once and not used after.
+    unsafe { h.free(q) };
     assert_eq!(stats(h).bytes_in_use, 0);
 }
 
@@ -139,12 +150,14 @@ fn with_nothing_live_a_request_for_the_whole_heap_succeeds() {
         }
         assert!(live.len() > 30, "round {round}: only {} allocations", live.len());
         for p in live {
-            h.free(p);
+            // SAFETY: each p came from this round's mallocs above, is freed once and not used after.
+            unsafe { h.free(p) };
         }
         set_host_thread_index(round % 4);
         let all = h.malloc(SEGMENTS as u64 * SEGMENT_BYTES);
         assert!(!all.is_null(), "round {round}: 0 live bytes, yet the whole heap could not be had");
-        h.free(all);
+        // SAFETY: `all` came from the malloc above, is freed once and not used after.
+        unsafe { h.free(all) };
     }
     // (Nulls during the rounds are real: with live slices of every class, each in a segment of
     // its own, no two segments in a row are free for a 20 MiB run.)
@@ -165,11 +178,13 @@ fn segments_the_host_holds_count_as_live() {
     assert!(h.malloc(SEGMENTS as u64 * SEGMENT_BYTES).is_null(), "the host's segment is not the device's");
     let most = h.malloc((SEGMENTS - 1) as u64 * SEGMENT_BYTES);
     assert!(!most.is_null(), "every other segment");
-    h.free(most);
+    // SAFETY: `most` came from the malloc above, is freed once and not used after.
+    unsafe { h.free(most) };
     h.release_host(seg, 1);
     let all = h.malloc(SEGMENTS as u64 * SEGMENT_BYTES);
     assert!(!all.is_null(), "the whole heap once the host returned its segment");
-    h.free(all);
+    // SAFETY: `all` came from the malloc above, is freed once and not used after.
+    unsafe { h.free(all) };
     let s = stats(h);
     assert_eq!((s.bytes_in_use, s.free_segments), (0, SEGMENTS as u64), "{s:?}");
 }
@@ -198,15 +213,20 @@ fn frees_in_later_units_of_a_block_follow_its_kind() {
     );
     let in_unit5 = slices[640];
     assert_eq!((in_unit5 as u64 - block) / UNIT, 5);
-    h.free(in_unit5);
+    // SAFETY: in_unit5 came from the mallocs above, is freed once here and not used after.
+    unsafe { h.free(in_unit5) };
     assert_eq!(stats(h).live_slices.iter().sum::<u64>(), 2047);
     for (i, &p) in slices.iter().enumerate() {
         if i != 640 {
-            h.free(p);
+            // SAFETY: each other slice came from the mallocs above, is freed once and not used after.
+            unsafe { h.free(p) };
         }
     }
     assert_eq!(stats(h).bytes_in_use, 0, "the block recycled");
-    h.free(in_unit5);
+    // SAFETY: not a valid free, on purpose: in_unit5 again, its block recycled and parked (no
+    // malloc since), which the heap refuses and counts (asserted next); a refused free
+    // changes nothing.
+    unsafe { h.free(in_unit5) };
     assert_eq!(
         (count(counter::DOUBLE_FREE), count(counter::INVALID_FREE)),
         (1, 0),
@@ -217,14 +237,24 @@ fn frees_in_later_units_of_a_block_follow_its_kind() {
     let run = h.malloc((2 << 20) + 1);
     assert!(!run.is_null());
     let at = |off: u64| (run as u64 + off) as *mut u8;
-    h.free(at(UNIT)); // the head's second unit
-    h.free(at(4 * UNIT)); // the first tail's start
-    h.free(at(5 * UNIT)); // inside the first tail
+    // SAFETY: not a valid free, on purpose: a pointer inside the live run, refused and counted
+    // (asserted below) like the next two; a refused free changes nothing.
+    unsafe { h.free(at(UNIT)) }; // the head's second unit
+                                 // SAFETY: as above: not a valid free, on purpose (the first tail's start).
+    unsafe { h.free(at(4 * UNIT)) }; // the first tail's start
+                                     // SAFETY: as above: not a valid free, on purpose (inside the first
+                                     // tail).
+    unsafe { h.free(at(5 * UNIT)) }; // inside the first tail
     assert_eq!(count(counter::INVALID_FREE), 3, "pointers inside a run");
     assert_eq!(stats(h).bytes_in_use, 9 * 4 * UNIT);
-    h.free(run);
-    h.free(at(4 * UNIT)); // a parked block's start
-    h.free(at(5 * UNIT)); // inside a parked block
+    // SAFETY: run came from the malloc above (live: the frees above were refused), freed once.
+    unsafe { h.free(run) };
+    // SAFETY: not a valid free, on purpose: the start of a block of the run freed just above, now
+    // parked (no malloc since), refused and counted (asserted below) like the next one.
+    unsafe { h.free(at(4 * UNIT)) }; // a parked block's start
+                                     // SAFETY: as above: not a valid free, on purpose (inside a parked
+                                     // block).
+    unsafe { h.free(at(5 * UNIT)) }; // inside a parked block
     assert_eq!(count(counter::DOUBLE_FREE), 3, "pointers into the freed run's parked blocks");
     assert_eq!(count(counter::INVALID_FREE), 3);
     h.trim();

@@ -77,12 +77,15 @@ fn churn(shards: u32) {
                     } else if !live.is_empty() {
                         let (p, size, tag) = live.swap_remove(rng.gen_range(0..live.len()));
                         check(p, size, tag);
-                        h.free(p);
+                        // SAFETY: p was this thread's alone (just taken out of `live`), from this heap's
+                        // malloc: freed once, unused after.
+                        unsafe { h.free(p) };
                     }
                 }
                 for (p, size, tag) in live {
                     check(p, size, tag);
-                    h.free(p);
+                    // SAFETY: each p is this thread's live block from this heap's malloc, freed once.
+                    unsafe { h.free(p) };
                 }
             });
         }
@@ -122,11 +125,14 @@ fn phases_never_overlap_and_stats_match() {
                     barrier.wait();
                     let keep = mine.len() / 2;
                     for (p, _) in mine.drain(keep..) {
-                        h.free(p as *mut u8);
+                        // SAFETY: each p is this thread's live block (only this thread frees `mine`; the main
+                        // thread only reads the list), freed once and forgotten (drained).
+                        unsafe { h.free(p as *mut u8) };
                     }
                 }
                 for (p, _) in mine {
-                    h.free(p as *mut u8);
+                    // SAFETY: as above: each p is this thread's live block, freed once.
+                    unsafe { h.free(p as *mut u8) };
                 }
             });
         }
@@ -161,7 +167,8 @@ fn warp_groups_take_consecutive_slices() {
             assert_eq!(w[1] as u64 - w[0] as u64, size, "one group, one atomic: adjacent slices");
         }
         for p in ps {
-            h.free(p);
+            // SAFETY: each p came from the warp_malloc above, is freed once and not used after.
+            unsafe { h.free(p) };
         }
     }
     // Mixed sizes in one warp: each class is its own group.
@@ -170,7 +177,8 @@ fn warp_groups_take_consecutive_slices() {
     assert!(ps.iter().all(|p| !p.is_null()));
     for (p, s) in ps.iter().zip(&sizes) {
         assert!(h.usable_size(*p) >= *s);
-        h.free(*p);
+        // SAFETY: each p came from the warp_malloc above, is freed once and not used after.
+        unsafe { h.free(*p) };
     }
     assert_empty(h);
 }
@@ -191,7 +199,8 @@ fn warp_groups_cross_block_boundaries() {
     sorted.dedup();
     assert_eq!(sorted.len(), all.len(), "a slice was handed out twice");
     for p in all {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above (asserted distinct), freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -221,12 +230,14 @@ fn out_of_memory_returns_null_then_recovers() {
         assert!(h.malloc(16).is_null(), "full heap still serves");
         assert!(h.counter(counter::OUT_OF_MEMORY).load_acquire() > 0);
         for p in ps.drain(..) {
-            h.free(p);
+            // SAFETY: each p came from the mallocs above (asserted distinct), freed once, unused after.
+            unsafe { h.free(p) };
         }
         assert_empty(h);
         let probe = h.malloc(size);
         assert!(!probe.is_null(), "heap usable again after freeing");
-        h.free(probe);
+        // SAFETY: probe came from the malloc above, is freed once and not used after.
+        unsafe { h.free(probe) };
         assert_empty(h);
     }
 }
@@ -244,12 +255,15 @@ fn large_runs_up_to_nearly_the_whole_heap() {
     fill(a, 7 * SEGMENT_BYTES, 1);
     fill(b, SEGMENT_BYTES, 2);
     check(a, 7 * SEGMENT_BYTES, 1);
-    h.free(a);
-    h.free(b);
+    // SAFETY: a came from the malloc above, is freed once and not used after.
+    unsafe { h.free(a) };
+    // SAFETY: b came from the malloc above, is freed once and not used after.
+    unsafe { h.free(b) };
     assert_empty(h);
     let all = h.malloc(8 * SEGMENT_BYTES);
     assert!(!all.is_null(), "the whole heap as one run");
-    h.free(all);
+    // SAFETY: `all` came from the malloc above, is freed once and not used after.
+    unsafe { h.free(all) };
     assert!(h.malloc(9 * SEGMENT_BYTES).is_null());
     assert_empty(h);
 }
@@ -263,27 +277,34 @@ fn calloc_and_realloc() {
     for &p in &dirty {
         // SAFETY: 256 bytes each.
         unsafe { std::ptr::write_bytes(p, 0xff, 256) };
-        h.free(p);
+        // SAFETY: p came from the mallocs above (written just now), freed once, unused after.
+        unsafe { h.free(p) };
     }
     h.trim();
     for _ in 0..100 {
         let p = h.calloc(32, 8);
         // SAFETY: 256 zeroed bytes.
         assert!(unsafe { std::slice::from_raw_parts(p, 256) }.iter().all(|&b| b == 0));
-        h.free(p);
+        // SAFETY: p came from the calloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert!(h.calloc(u64::MAX, 2).is_null(), "overflow is null");
     // realloc: grow keeps contents, shrink keeps the pointer, null and zero act as malloc/free.
-    let p = h.realloc(std::ptr::null_mut(), 40);
+    // SAFETY: null is always allowed (a malloc).
+    let p = unsafe { h.realloc(std::ptr::null_mut(), 40) };
     fill(p, 40, 9);
-    assert_eq!(h.realloc(p, 48), p, "fits in its 48 B slice");
-    let q = h.realloc(p, 10_000);
+    // SAFETY: p is the live block from the realloc above, owned here; kept in place (asserted).
+    assert_eq!(unsafe { h.realloc(p, 48) }, p, "fits in its 48 B slice");
+    // SAFETY: p is still live and owned here; it moves to q (asserted), and p is not used after.
+    let q = unsafe { h.realloc(p, 10_000) };
     assert_ne!(q, p);
     check(q, 40, 9);
-    let r = h.realloc(q, 40 * SEGMENT_BYTES / 10);
+    // SAFETY: q is live and owned here; r replaces it (asserted non-null), q is not used after.
+    let r = unsafe { h.realloc(q, 40 * SEGMENT_BYTES / 10) };
     assert!(!r.is_null());
     check(r, 40, 9);
-    assert!(h.realloc(r, 0).is_null());
+    // SAFETY: r is live and owned here; size 0 frees it, and r is not used after.
+    assert!(unsafe { h.realloc(r, 0) }.is_null());
     assert_empty(h);
 }
 
@@ -292,17 +313,25 @@ fn invalid_frees_are_counted_not_fatal() {
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();
     let p = h.malloc(64);
-    h.free((h.mem() - 64) as *mut u8); // below the heap
-    h.free((h.mem() + h.capacity()) as *mut u8); // past it
-                                                 // SAFETY: pointer arithmetic only.
-    h.free(unsafe { p.add(8) }); // inside a slice
-    h.free((h.mem() + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
+    // SAFETY (the five frees): not valid frees, on purpose: pointers the heap never handed
+    // out, which it must refuse and count (asserted below). A refused free changes nothing
+    // and never touches memory at its pointer; `add` stays inside p's slice and `whole`.
+    unsafe {
+        h.free((h.mem() - 64) as *mut u8); // below the heap
+        h.free((h.mem() + h.capacity()) as *mut u8); // past it
+        h.free(p.add(8)); // inside a slice
+        h.free((h.mem() + 3 * SEGMENT_BYTES) as *mut u8); // a free segment
+    }
     let whole = h.malloc(2 << 20); // a whole block (of one 2 MiB slice)
-                                   // SAFETY: pointer arithmetic only.
-    h.free(unsafe { whole.add(4096) }); // inside a whole block
+                                   // SAFETY: as above.
+    unsafe { h.free(whole.add(4096)) }; // inside a whole block
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 5);
-    h.free(whole);
-    h.free(p);
+    // SAFETY: whole and p came from the mallocs above (live: every free above was refused),
+    // each freed once and not used after.
+    unsafe {
+        h.free(whole);
+        h.free(p);
+    }
     h.trim();
     let s = h.validate().unwrap();
     assert_eq!(s.bytes_in_use, 0);
@@ -342,7 +371,8 @@ fn out_of_memory_reaches_slices_in_other_shards_blocks() {
         sorted.dedup();
         assert_eq!(sorted.len(), all.len(), "a slice was handed out twice");
         for p in &all {
-            h.free(*p as *mut u8);
+            // SAFETY: each p came from one thread's malloc (joined; asserted distinct), freed once.
+            unsafe { h.free(*p as *mut u8) };
         }
         all.len() as u64
     });
@@ -419,7 +449,8 @@ fn sizes_get_little_waste() {
     }
     for (p, size, tag) in live {
         check(p, size, tag);
-        h.free(p);
+        // SAFETY: each p is live and owned here (in `live`), freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 0);
     assert_empty(h);
@@ -488,12 +519,18 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     assert_eq!(h.usable_size(c), 9 << 19);
     assert_eq!(c as u64 - a as u64, 14 << 20, "{c:?}");
     assert_eq!(h.validate().expect("heap consistent").crossing_runs, 1);
-    // SAFETY: pointer arithmetic only.
-    h.free(unsafe { a.add(1 << 20) }); // the start of the run's second block
+    // SAFETY: `add` stays inside a's run. Not a valid free, on purpose: the start of the
+    // run's second block, which the heap must refuse and count (asserted next); a refused
+    // free changes nothing and never touches the run's memory.
+    unsafe { h.free(a.add(1 << 20)) }; // the start of the run's second block
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
     check(a, 5 << 20, 1);
-    h.free(a);
-    h.free(a);
+    // SAFETY: a came from the malloc above and is live; freed once here, not used after.
+    unsafe { h.free(a) };
+    // SAFETY: not a valid free, on purpose: a second free of the run at once (no malloc
+    // since), which the heap refuses and counts even without the checks (asserted next:
+    // a run is freed by a CAS on its kind); a refused free changes nothing.
+    unsafe { h.free(a) };
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1, "a second free of a run is counted");
     // The run's blocks serve slices of their group (48 and 64 B) again.
     let d: Vec<_> = (0..5).map(|_| h.malloc(64)).collect();
@@ -502,7 +539,8 @@ fn block_runs_free_whole_and_refuse_interior_pointers() {
     assert_eq!(s.bytes_in_use, (9 << 20) + (9 << 19) + 5 * 64);
     check(b, 9 << 20, 2);
     for p in d.into_iter().chain([b, c]) {
-        h.free(p);
+        // SAFETY: d's slices, b and c came from the mallocs above and are live; each freed once.
+        unsafe { h.free(p) };
     }
     h.trim();
     let s = h.validate().expect("heap consistent");
@@ -538,7 +576,8 @@ fn a_class_without_room_takes_a_larger_slice() {
     assert!(small.iter().all(|p| !p.is_null()), "{small:?}");
     assert!(small.iter().all(|&p| h.usable_size(p) >= 144));
     for p in ps.into_iter().chain([a, b]).chain(small) {
-        h.free(p);
+        // SAFETY: ps, a, b and `small` came from the mallocs above, live; each freed once.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -569,7 +608,8 @@ fn a_fine_class_without_room_falls_back_two_doublings() {
     assert_eq!(h.usable_size(p), 18 << 10);
     h.validate().expect("heap consistent");
     for q in fill.into_iter().chain([first, p]) {
-        h.free(q);
+        // SAFETY: `fill`'s slices, first and p came from the mallocs above, live; each freed once.
+        unsafe { h.free(q) };
     }
     assert_empty(h);
 }
@@ -646,7 +686,8 @@ fn fast_slots_take_runs_of_blocks() {
     let share = (live.len() as u64 * size) as f64 / h.capacity() as f64;
     assert!(share >= 0.99, "only {:.1}% of the heap", 100.0 * share);
     for p in live {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -683,7 +724,8 @@ fn the_sweep_before_a_null_gives_back_every_untouched_block() {
         "a run's untouched blocks outlived the sweep before the null: {s:?}"
     );
     for p in live {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
     veballoc::kernels::arch::set_host_clock(None);
@@ -730,7 +772,8 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     sorted.dedup();
     assert_eq!(sorted.len(), all.len(), "a slice handed out twice");
     for p in all {
-        h.free(p as *mut u8);
+        // SAFETY: each p came from one thread's malloc (joined; asserted distinct), freed once.
+        unsafe { h.free(p as *mut u8) };
     }
     assert_empty(h);
     veballoc::kernels::arch::set_host_clock(None);
@@ -752,7 +795,8 @@ fn runs_of_whole_blocks_come_from_the_run_row() {
     assert_eq!(b as u64 - a as u64, 5 * BLOCK, "runs of the row's segment are adjacent");
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.reserved_blocks, s.free_segments), (10 * BLOCK, 246, 3), "{s:?}");
-    h.free(a);
+    // SAFETY: a came from the malloc above, is freed once and not used after.
+    unsafe { h.free(a) };
     let c = h.malloc(RUN);
     assert_eq!(c, a, "a freed run is taken before the row's segment");
     // 51 runs of 5 fit in a segment of 256 blocks; the 52nd takes the next segment.
@@ -772,7 +816,8 @@ fn runs_of_whole_blocks_come_from_the_run_row() {
     assert_eq!((s.bytes_in_use, s.reserved_blocks), (52 * 5 * BLOCK, 251), "{s:?}");
     for (i, &p) in runs.iter().enumerate() {
         check(p, RUN, i as u64);
-        h.free(p);
+        // SAFETY: each run came from the mallocs above (live), is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -788,34 +833,40 @@ fn an_emptied_segment_goes_back_when_memory_runs_short() {
     set_host_thread_index(0);
     // Segment 0: 16 B's current block, idle (a reclaim sweep would retire it).
     let p = h.malloc(16);
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
     let p = h.malloc(4096);
     assert_eq!(p as u64, h.mem() + SEGMENT_BYTES, "segment 1, formatted for 4 KiB's group");
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
     h.trim_slot(class_of(4096), 0);
     let s = h.validate().expect("consistent");
     assert_eq!((s.bytes_in_use, s.free_segments), (0, 1), "marked pending, not yet reclaimed: {s:?}");
     // 128 B is of another group: it formats the free segment 2.
     let q = h.malloc(128);
     assert_eq!(q as u64, h.mem() + 2 * SEGMENT_BYTES, "segment 2");
-    h.free(q);
+    // SAFETY: q came from the malloc above, is freed once and not used after.
+    unsafe { h.free(q) };
     h.trim_slot(class_of(128), 0);
     // A run of two segments: the run claim reclaims the pending ones (1 and 2), with no
     // sweep (which would have retired 16 B's idle block and returned segment 0 too).
     let r = h.malloc(SEGMENT_BYTES + 1);
     assert_eq!(r as u64, h.mem() + SEGMENT_BYTES, "a run over segments 1 and 2");
     assert!(h.occupancy().current_bytes(class_of(16)) > 0, "16 B's block still current: no sweep ran");
-    h.free(r);
+    // SAFETY: r came from the malloc above, is freed once and not used after.
+    unsafe { h.free(r) };
     assert_empty(h);
     // One segment, pending for 4 KiB's group: 128 B gets it after the reclaim sweep.
     let cpu = CpuHeap::with_checks(1, 1, true);
     let h = cpu.heap();
     let p = h.malloc(4096);
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
     h.trim_slot(class_of(4096), 0);
     let q = h.malloc(128);
     assert_eq!(q as u64, h.mem(), "the pending segment, for another group");
-    h.free(q);
+    // SAFETY: q came from the malloc above, is freed once and not used after.
+    unsafe { h.free(q) };
     assert_empty(h);
 }
 
@@ -846,11 +897,13 @@ fn boot_formats_the_small_groups_ahead() {
     let s = h.validate().expect("heap consistent");
     assert_eq!(s.free_segments, (segments - booted) as u64, "no format: {s:?}");
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     let all = h.malloc(segments as u64 * SEGMENT_BYTES);
     assert!(!all.is_null(), "the whole heap, after the formatted-ahead segments came back");
-    h.free(all);
+    // SAFETY: `all` came from the malloc above, is freed once and not used after.
+    unsafe { h.free(all) };
     assert_empty(h);
 }
 
@@ -894,10 +947,12 @@ fn a_booted_class_grows_into_the_next_booted_segment() {
         }
         h.validate().expect("heap consistent");
         for p in ptrs {
-            h.free(p);
+            // SAFETY: each p came from the mallocs above, is freed once and not used after.
+            unsafe { h.free(p) };
         }
         if busy_next {
-            h.free(other);
+            // SAFETY: `other` came from the malloc above, is freed once and not used after.
+            unsafe { h.free(other) };
         }
         assert_empty(h);
     }
@@ -930,7 +985,8 @@ fn a_fallback_keeps_the_alignment_a_request_is_promised() {
         assert_eq!(!q.is_null(), first != 24, "{q:?}");
         assert!((q as u64).is_multiple_of(16), "{q:?}");
         for p in ps.into_iter().chain([a]).chain((!q.is_null()).then_some(q)) {
-            h.free(p);
+            // SAFETY: ps, a and q (when not null) came from this heap above, live; each freed once.
+            unsafe { h.free(p) };
         }
         assert_empty(h);
     }
@@ -948,13 +1004,15 @@ fn realloc_in_place_keeps_the_promised_alignment() {
     for _ in 0..4 {
         let p = h.malloc(72);
         assert!(!p.is_null());
-        let q = h.realloc(p, 64);
+        // SAFETY: p came from the malloc above, owned here; q replaces it (asserted non-null).
+        let q = unsafe { h.realloc(p, 64) };
         assert!(!q.is_null());
         assert!((q as u64).is_multiple_of(align_of_request(64)), "{p:?} -> {q:?}");
         live.push(q);
     }
     for p in live {
-        h.free(p);
+        // SAFETY: each p is a q of the reallocs above, live and owned here, freed once.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -978,16 +1036,21 @@ fn a_shrink_that_moves_copies_no_more_than_the_new_slice() {
     let after = first as u64 + 32;
     // SAFETY: a free 16-byte slice of the heap's memory, which no one else uses here.
     unsafe { (after as *mut u64).write(CANARY) };
-    let q = h.realloc(p, 16);
+    // SAFETY: p came from the malloc above, live and owned here; it moves to q (asserted next)
+    // and is not used after.
+    let q = unsafe { h.realloc(p, 16) };
     assert_eq!(q as u64, first as u64 + 16, "moved to the next 16-byte slice");
     // SAFETY: both are in the heap's memory; q holds 16 bytes.
     unsafe {
         assert_eq!(((q as *const u64).read(), (q as *const u64).add(1).read()), (0xdead_0000, 0xdead_0001));
         assert_eq!((after as *const u64).read(), CANARY, "realloc wrote past the new slice");
     }
-    h.free(first);
-    h.free(q);
-    h.free(a);
+    // SAFETY: first came from the malloc above, is freed once and not used after.
+    unsafe { h.free(first) };
+    // SAFETY: q came from the realloc above, is freed once and not used after.
+    unsafe { h.free(q) };
+    // SAFETY: a came from the malloc above, is freed once and not used after.
+    unsafe { h.free(a) };
     assert_empty(h);
 }
 
@@ -1012,12 +1075,16 @@ fn interior_pointers_have_no_usable_size() {
     // SAFETY: as above.
     assert_eq!(h.usable_size(unsafe { run.add(4096) }), 0, "inside a run's first block");
     let before = h.counter(counter::INVALID_FREE).load_relaxed();
-    assert!(h.realloc(inner, 256).is_null(), "realloc of a pointer inside a slice");
+    // SAFETY: not a valid realloc, on purpose: `inner` points inside a's live slice, which the
+    // heap must refuse (null) and count (asserted next) without touching or freeing it.
+    assert!(unsafe { h.realloc(inner, 256) }.is_null(), "realloc of a pointer inside a slice");
     assert_eq!(h.counter(counter::INVALID_FREE).load_relaxed(), before + 1);
     check(a, 64, 1);
     check(b, 64, 2);
     for p in [a, b, run] {
-        h.free(p);
+        // SAFETY: a, b and run came from the mallocs above (live: the realloc above was refused),
+        // each freed once and not used after.
+        unsafe { h.free(p) };
     }
     h.trim();
     let s = h.validate().expect("heap consistent");
@@ -1037,7 +1104,8 @@ fn collective_paths_serve_unit_run_sizes_as_malloc_does() {
     set_host_thread_index(0);
     let layout_of = |p: *mut u8| {
         let s = h.validate().unwrap();
-        h.free(p);
+        // SAFETY: each call below passes a fresh allocation of this heap, freed once here.
+        unsafe { h.free(p) };
         h.trim();
         (s.whole_blocks, s.segments_per_group)
     };
@@ -1066,8 +1134,10 @@ fn segment_uses_say_which_group_holds_each_segment_and_its_blocks_out() {
     assert_eq!(uses[seg(p)].blocks_out, 1, "the 16-byte slot's one block: {uses:?}");
     let per = (SEGMENT_BYTES / RUN_BLOCK_BYTES) as u32;
     assert!(uses[seg(run)].blocks_out == per && uses[seg(run) + 1].blocks_out == per, "{uses:?}");
-    h.free(p);
-    h.free(run);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
+    // SAFETY: run came from the malloc above, is freed once and not used after.
+    unsafe { h.free(run) };
     assert_empty(h);
     assert!(h.segment_uses().iter().all(|u| u.kind == SegKind::Free && u.blocks_out == 0));
 }
@@ -1087,7 +1157,8 @@ fn a_small_class_s_block_used_up_exactly_leaves_no_block_claimed_ahead() {
     assert!(!ptrs[per as usize].is_null());
     assert_eq!(out(), 2, "the next request installs the next block");
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -1117,7 +1188,8 @@ fn first_install_blocks(size: u64, installs: u64) -> Vec<u64> {
     blocks.dedup();
     assert_eq!(blocks.len() as u64, installs, "{size} B: one block per slot: {blocks:?}");
     for p in ptrs {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
     blocks
@@ -1201,14 +1273,20 @@ fn a_segment_of_24_byte_slices_fills_exactly() {
     assert!(all.iter().all(|&p| h.usable_size(p) == 24));
     for b in [0u64, 17, 255] {
         let tail = h.segment_addr(0) + b * block + 2730 * 24;
-        h.free(tail as *mut u8);
-        h.free((tail + 8) as *mut u8);
+        // SAFETY: not a valid free, on purpose: the end of block b's last slice (2730 x 24 B), where
+        // no slice starts, which the heap must refuse and count (asserted below) like the next
+        // one; a refused free changes nothing and never touches memory there.
+        unsafe { h.free(tail as *mut u8) };
+        // SAFETY: as above: not a valid free, on purpose (inside the block's tail).
+        unsafe { h.free((tail + 8) as *mut u8) };
     }
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 6);
     h.counter(counter::INVALID_FREE).store_relaxed(0);
     assert_eq!(h.validate().expect("consistent").bytes_in_use, want as u64 * 24);
     for p in all {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above (asserted distinct; live, the frees above were
+        // refused), freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -1242,13 +1320,15 @@ fn sixteen_bytes_never_take_the_24_byte_slices_of_their_group() {
     assert!(!b.is_null() && h.usable_size(b) == 24);
     h.validate().expect("consistent");
     for p in sixteen.drain(..) {
-        h.free(p);
+        // SAFETY: each p came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     let more: Vec<_> = (0..200_000).map(|_| h.malloc(24)).collect();
     assert!(more.iter().all(|p| !p.is_null()));
     h.validate().expect("consistent");
     for p in more.into_iter().chain([a, b]) {
-        h.free(p);
+        // SAFETY: `more`, a and b came from the mallocs above, live; each freed once.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }

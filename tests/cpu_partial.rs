@@ -60,7 +60,9 @@ fn freed_slices_of_a_live_block_are_handed_out_again() {
     let (blocks, live) = blocks_and_live(h, c);
     assert_eq!((blocks, live), (2, per as u64));
     for p in ptrs.iter().step_by(2) {
-        h.free(*p);
+        // SAFETY: the even slices came from the mallocs above (one each); each is freed once here
+        // and not used until the heap hands it out again below.
+        unsafe { h.free(*p) };
         h.validate().expect("consistent after a free");
     }
     let freed = per.div_ceil(2);
@@ -75,7 +77,9 @@ fn freed_slices_of_a_live_block_are_handed_out_again() {
     let next = h.malloc(SIZE);
     assert_eq!(next as u64, base + block_bytes(c), "the next block's first slice");
     for p in ptrs.into_iter().chain([next]) {
-        h.free(p);
+        // SAFETY: every slice is live again (the odd ones never freed, the even ones taken again
+        // above) and so is `next`: each freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_eq!(blocks_and_live(h, c).1, 0);
     assert_empty(h);
@@ -97,7 +101,8 @@ fn a_retired_blocks_unhanded_slices_are_handed_out() {
     assert_eq!(blocks_and_live(h, c), (1, 4));
     // Freeing every slice fills the mask: the block recycles, and the heap is empty.
     for p in a.into_iter().chain([b]) {
-        h.free(p);
+        // SAFETY: a's slices and b came from the mallocs above; each is freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_eq!(blocks_and_live(h, c), (0, 0), "recycled by the last free");
     assert_empty(h);
@@ -145,17 +150,22 @@ fn a_free_slice_behind_stale_marks_is_found_before_null() {
     assert!(ptrs.iter().all(|p| !p.is_null()), "the segment's 16 blocks");
     assert!(h.malloc(SIZE).is_null(), "the heap is full");
     for b in 0..9 {
-        h.free(ptrs[b * per]);
+        // SAFETY: slice 0 of block b came from the mallocs above and is live; freed once, then
+        // taken again by the malloc checked next.
+        unsafe { h.free(ptrs[b * per]) };
         assert_eq!(h.malloc(SIZE), ptrs[b * per], "block {b}'s free slice, taken again");
     }
     let lone = ptrs[12 * per + 3];
-    h.free(lone);
+    // SAFETY: `lone` came from the mallocs above and is live; freed once, then taken again below.
+    unsafe { h.free(lone) };
     h.validate().expect("consistent, with stale marks");
     let again = h.malloc(SIZE);
     assert_eq!(again, lone, "the one free slice, behind nine stale marks");
     assert_eq!(h.usable_size(again), slice_bytes(c));
     for p in ptrs {
-        h.free(p);
+        // SAFETY: every slice is live again (each freed above was taken again, as asserted): each
+        // freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }

@@ -200,14 +200,18 @@ mod stress {
                                     let (p, size, tag) = live.swap_remove(rng.gen_range(0..live.len()));
                                     check(p as *mut u8, size, tag);
                                     assert!(live_set.lock().unwrap().remove(&p));
-                                    h.free(p as *mut u8);
+                                    // SAFETY: p came from this heap's malloc and was this thread's alone
+                                    // (just taken out of `live` and the shared set): freed once, unused
+                                    // after.
+                                    unsafe { h.free(p as *mut u8) };
                                 }
                             }
                         }
                         for (p, size, tag) in live {
                             check(p as *mut u8, size, tag);
                             assert!(live_set.lock().unwrap().remove(&p));
-                            h.free(p as *mut u8);
+                            // SAFETY: as above: each p was this thread's alone, freed once, unused after.
+                            unsafe { h.free(p as *mut u8) };
                         }
                     })
                 })

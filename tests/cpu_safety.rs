@@ -70,13 +70,18 @@ fn double_frees_are_counted_and_leave_the_heap_intact() {
         let p = h.malloc(size);
         assert!(!p.is_null() && !keep.is_null());
         fill(keep, size, 1);
-        h.free(p);
-        h.free(p);
+        // SAFETY: p came from the malloc above, is freed once here and not used after.
+        unsafe { h.free(p) };
+        // SAFETY: not a valid free, on purpose: the second free of p, at once (no malloc can have
+        // handed p out again), which this build's checks refuse and count (asserted next); a
+        // refused free changes nothing and never touches p's memory.
+        unsafe { h.free(p) };
         assert_eq!(bad_frees(h), i as u64 + 1, "size {size}: the second free is counted");
         let s = stats(h);
         assert_eq!(s.bytes_in_use, h.usable_size(keep), "size {size}: {s:?}");
         check(keep, size, 1);
-        h.free(keep);
+        // SAFETY: keep came from the malloc above, is freed once and not used after.
+        unsafe { h.free(keep) };
     }
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 5);
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1, "the run's segment is free: invalid");
@@ -95,12 +100,17 @@ fn frees_of_slices_never_handed_out_are_counted() {
     let p = h.malloc(64);
     // SAFETY: pointer arithmetic only; the heap never dereferences these.
     let (next, inside) = unsafe { (p.add(64), p.add(8)) };
-    h.free(next); // the next slice of the same live block: not handed out
-    h.free(inside); // misaligned
+    // SAFETY: not a valid free, on purpose: the next slice of p's block, never handed out, which
+    // the checks refuse and count (asserted below); a refused free changes nothing.
+    unsafe { h.free(next) }; // the next slice of the same live block: not handed out
+                             // SAFETY: not a valid free, on purpose: a pointer inside p's slice, refused and
+                             // counted (asserted below); a refused free changes nothing.
+    unsafe { h.free(inside) }; // misaligned
     assert_eq!(h.counter(counter::DOUBLE_FREE).load_acquire(), 1);
     assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 1);
     assert_eq!(stats(h).bytes_in_use, 64);
-    h.free(p);
+    // SAFETY: p came from the malloc above (live: the frees above were refused), freed once.
+    unsafe { h.free(p) };
     assert_empty(h);
 }
 
@@ -119,7 +129,8 @@ fn a_heap_without_checks_has_no_bitmap() {
     assert_eq!(extra, 4 * SEGMENT_BYTES / 128, "one bit per 16 bytes of heap");
     let h = without.heap();
     let p = h.malloc(48);
-    h.free(p);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
     assert_empty(h);
 }
 
@@ -138,7 +149,9 @@ fn the_hand_out_bitmap_of_a_heap_without_one_is_refused() {
     }));
     assert!(marked.is_err(), "a heap without the bitmap lent one");
     assert_eq!(*h.layout(), before, "the metadata header was overwritten");
-    h.free(p);
+    // SAFETY: p came from the malloc above (the refused mark changed nothing, as asserted), freed
+    // once and not used after.
+    unsafe { h.free(p) };
     assert_empty(h);
 }
 
@@ -176,7 +189,9 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
         split_runs += split as u64;
         // Sizes are not recorded: usable_size says so, realloc refuses and keeps the data.
         assert_eq!(h.usable_size(ptrs[0]), 0);
-        assert!(h.realloc(ptrs[0], 2048).is_null());
+        // SAFETY: ptrs[0] is a live packed object of this heap (owned here, in `live`); a realloc of a
+        // packed pointer fails (asserted), leaving it allocated and untouched.
+        assert!(unsafe { h.realloc(ptrs[0], 2048) }.is_null());
     }
     let per_block = |i: usize| {
         veballoc::kernels::block::slices_per_block(veballoc::kernels::slice::PACKED_CLASSES[i]) as u64
@@ -194,7 +209,8 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
     live.sort_by_key(|&(p, _, _)| (p as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
     for (i, &(p, size, tag)) in live.iter().enumerate() {
         check(p, size, tag);
-        h.free(p);
+        // SAFETY: each p is a live packed object from the warp_malloc_packed above, freed once.
+        unsafe { h.free(p) };
         if i % 1000 == 0 {
             stats(h);
         }
@@ -213,7 +229,8 @@ fn collective_calls_on_the_host_serve_one_thread() {
     let big = h.malloc_block(10_000); // a 10240-byte slice (classes are eight per doubling there)
     assert_eq!(h.usable_size(big), 10240);
     for p in [a, b, big] {
-        h.free(p);
+        // SAFETY: a, b and big came from the mallocs above; each is freed once, unused after.
+        unsafe { h.free(p) };
     }
     assert_empty(h);
 }
@@ -292,11 +309,15 @@ proptest! {
                 Op::Free(i) if !live.is_empty() => {
                     let l = live.swap_remove(i % live.len());
                     check(l.p, l.size, l.tag);
-                    h.free(l.p);
+                    // SAFETY: l.p was live and owned here (just taken out of `live`): freed once, unused
+                    // after.
+                    unsafe { h.free(l.p) };
                 }
                 Op::Realloc(i, size) if !live.is_empty() => {
                     let i = i % live.len();
-                    let q = h.realloc(live[i].p, size);
+                    // SAFETY: live[i].p is live and owned here, and nothing else touches it; when the realloc
+                    // succeeds q replaces it below, and when it fails (null) it stays allocated.
+                    let q = unsafe { h.realloc(live[i].p, size) };
                     if live[i].packed {
                         prop_assert!(q.is_null(), "packed pointers cannot be resized");
                     } else if !q.is_null() {
@@ -315,14 +336,21 @@ proptest! {
                 }
                 Op::FreeTwice(i) if !live.is_empty() && double_free_caught(h, &live[i % live.len()]) => {
                     let l = live.swap_remove(i % live.len());
-                    h.free(l.p);
-                    h.free(l.p);
+                    // SAFETY: l.p was live and owned here (just taken out of `live`): freed once here.
+                    unsafe { h.free(l.p) };
+                    // SAFETY: not a valid free, on purpose: the second free of l.p, at once (no malloc can
+                    // have handed it out again), which this build catches (`double_free_caught`: counted and
+                    // refused, checked below); a refused free changes nothing.
+                    unsafe { h.free(l.p) };
                     expected_bad += 1;
                 }
                 Op::FreeInterior(i) if !live.is_empty() => {
                     let l = &live[i % live.len()];
-                    // SAFETY: pointer arithmetic only.
-                    h.free(unsafe { l.p.add(8) });
+                    // SAFETY: p + 8 stays inside l's allocation (every size is at least 16).
+                    // Not a valid free, on purpose: a pointer inside a live allocation, which the
+                    // heap must refuse and count (checked below); a refused free changes nothing
+                    // and never touches the allocation's memory.
+                    unsafe { h.free(l.p.add(8)) };
                     expected_bad += 1;
                 }
                 _ => {}
@@ -337,7 +365,8 @@ proptest! {
             check(l.p, l.size, l.tag);
         }
         for l in live {
-            h.free(l.p);
+            // SAFETY: each l.p is live and owned here, freed once and not used after.
+            unsafe { h.free(l.p) };
         }
         assert_empty(h);
     }
@@ -375,7 +404,9 @@ fn threads_packing_and_freeing_each_others_objects() {
                     };
                     for (p, size, tag) in theirs.into_iter().chain(mine) {
                         check(p as *mut u8, size, tag);
-                        cpu.heap().free(p as *mut u8);
+                        // SAFETY: each p came from a warp_malloc_packed and is this thread's alone (its own,
+                        // or taken out of the shared pool under the lock): freed once, unused after.
+                        unsafe { cpu.heap().free(p as *mut u8) };
                     }
                 }
             });
@@ -383,7 +414,8 @@ fn threads_packing_and_freeing_each_others_objects() {
     });
     for (p, size, tag) in pool.into_inner().unwrap() {
         check(p as *mut u8, size, tag);
-        h.free(p as *mut u8);
+        // SAFETY: each p left in the pool is live and owned here (the threads joined), freed once.
+        unsafe { h.free(p as *mut u8) };
     }
     assert_eq!(bad_frees(h), 0);
     assert_empty(h);
@@ -411,7 +443,8 @@ fn slices_of_24_bytes_from_odd_offsets_are_marked_and_freed() {
     let s = stats(h);
     assert_eq!(s.bytes_in_use, live.len() as u64 * 24, "{s:?}");
     for p in live {
-        h.free(p);
+        // SAFETY: each p came from the warp_mallocs above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
     assert_eq!(bad_frees(h), 0, "frees of handed-out slices counted as bad");
     assert_empty(h);

@@ -15,14 +15,17 @@ fn cpu_model(c: &mut Criterion) {
         g.bench_function(format!("malloc_free_{size}B"), |b| {
             b.iter(|| {
                 let p = h.malloc(black_box(size));
-                h.free(p);
+                // SAFETY: p came from the malloc just above (null is ignored) and is freed once, unused
+                // after.
+                unsafe { h.free(p) };
             })
         });
     }
     g.bench_function("warp_malloc_32x64B_then_free", |b| {
         b.iter(|| {
             for p in cpu.warp_malloc(&[64; 32]) {
-                h.free(p);
+                // SAFETY: each p came from the warp_malloc just above, is freed once and not used after.
+                unsafe { h.free(p) };
             }
         })
     });
@@ -36,7 +39,8 @@ fn stats_walk(c: &mut Criterion) {
     let live: Vec<_> = (0..100_000).map(|i| h.malloc(16 << (i % 9))).collect();
     c.bench_function("validate_8GiB_heap_100k_live", |b| b.iter(|| black_box(h.validate().unwrap())));
     for p in live {
-        h.free(p);
+        // SAFETY: each p came from this heap's malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
     }
 }
 

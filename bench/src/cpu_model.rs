@@ -255,7 +255,9 @@ pub(crate) fn frag_point(
                 // Relaxed: this warp's own words, stored before the previous join.
                 let q = p.swap(0, Relaxed);
                 if q != 0 {
-                    heap.heap().free(q as *mut u8);
+                    // SAFETY: q is this warp's block from the heap's malloc (stored by the launch above,
+                    // joined), taken out of its slot by the swap: freed once, unused after.
+                    unsafe { heap.heap().free(q as *mut u8) };
                 }
             }
         });
@@ -413,7 +415,9 @@ fn churn_round(
                     // Relaxed: counts read after the join.
                     c.bad_words.fetch_add(bad, Relaxed);
                 }
-                h.free(held as *mut u8);
+                // SAFETY: `held` came from this heap's malloc, is thread i's alone (as above), freed once
+                // here and forgotten (its slot is cleared next).
+                unsafe { h.free(held as *mut u8) };
                 // Relaxed: as above (this thread's slot; running sums read after the join).
                 ptrs[i as usize].store(0, Relaxed);
                 c.live_bytes.fetch_sub(size, Relaxed);

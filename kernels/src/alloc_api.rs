@@ -61,7 +61,8 @@ impl DeviceHeap {
         };
         if !p.is_null() && !(p as usize).is_multiple_of(layout.align()) {
             // The heap's base is less aligned than asked (only a CPU-model heap can be).
-            self.free(p);
+            // SAFETY: p is fresh from this heap's malloc above, not passed on: freed once.
+            unsafe { self.free(p) };
             return core::ptr::null_mut();
         }
         p
@@ -72,8 +73,16 @@ impl DeviceHeap {
     /// or `realloc_layout` with the same alignment), else moves the contents to a
     /// `malloc_layout(layout)` block and frees `ptr`. Null `ptr` is `malloc_layout`; on failure
     /// null, with `ptr` untouched.
-    pub fn realloc_layout(&self, ptr: *mut u8, layout: Layout) -> *mut u8 {
-        self.realloc_with(ptr, layout.size() as u64, layout.align() as u64, || self.malloc_layout(layout))
+    ///
+    /// # Safety
+    /// As for [`DeviceHeap::realloc`]: `ptr` is null or meets the conditions of
+    /// [`DeviceHeap::free`], no other thread writes its memory during the call, and once the
+    /// call frees it (a non-null result other than `ptr`) nothing accesses it.
+    pub unsafe fn realloc_layout(&self, ptr: *mut u8, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller's contract is realloc_with's; the result keeps layout's alignment.
+        unsafe {
+            self.realloc_with(ptr, layout.size() as u64, layout.align() as u64, || self.malloc_layout(layout))
+        }
     }
 }
 
@@ -106,7 +115,10 @@ unsafe impl Allocator for DeviceHeap {
     #[inline]
     unsafe fn deallocate(&self, ptr: NonNull<u8>, layout: Layout) {
         if layout.size() != 0 {
-            self.free(ptr.as_ptr());
+            // SAFETY: the caller vouches that `ptr` is a live block of this allocator
+            // (Allocator::deallocate's contract), which non-zero sizes get from
+            // `malloc_layout`, and does not use it after.
+            unsafe { self.free(ptr.as_ptr()) };
         }
     }
 

@@ -140,7 +140,9 @@ impl<T> Drop for DBox<'_, T> {
         // SAFETY: the box owns an initialised T; it is dropped once, then its memory freed.
         unsafe { core::ptr::drop_in_place(self.ptr.as_ptr()) };
         if size_of::<T>() != 0 {
-            self.heap.free(self.ptr.as_ptr() as *mut u8);
+            // SAFETY: the box owns its allocation (from `malloc_layout` of this heap in `new`,
+            // or handed back by `from_raw`), whose value was just dropped; freed once, here.
+            unsafe { self.heap.free(self.ptr.as_ptr() as *mut u8) };
         }
     }
 }
@@ -228,7 +230,10 @@ impl<'h, T> DVec<'h, T> {
         let Some(bytes) = bytes_for::<T>(self.heap, cap) else { return false };
         let Ok(layout) = Layout::from_size_align(bytes as usize, align_of::<T>()) else { return false };
         // realloc moves the elements bitwise, which is how Rust moves values.
-        let p = self.heap.realloc_layout(self.raw.ptr as *mut u8, layout) as *mut T;
+        // SAFETY: the vector owns `raw.ptr` (null, or its allocation from this heap's
+        // `realloc_layout`, or handed back by `from_raw`), which &mut self keeps unshared; on
+        // success the new pointer replaces it below, on failure it stays as it was.
+        let p = unsafe { self.heap.realloc_layout(self.raw.ptr as *mut u8, layout) } as *mut T;
         if p.is_null() {
             return false;
         }
@@ -318,7 +323,9 @@ impl<T> Drop for DVec<'_, T> {
     fn drop(&mut self) {
         self.clear();
         if self.raw.cap > 0 && size_of::<T>() != 0 {
-            self.heap.free(self.raw.ptr as *mut u8);
+            // SAFETY: the vector owns its allocation (cap > 0), whose elements `clear` just
+            // dropped; freed once, here.
+            unsafe { self.heap.free(self.raw.ptr as *mut u8) };
         }
     }
 }

@@ -114,7 +114,9 @@ unsafe fn malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64, sizes:
         // SAFETY: the caller passes an array of n pointers.
         unsafe { *ptrs.add(i as usize) = p as u64 };
     } else {
-        heap.free(p);
+        // SAFETY: p came from malloc_block just above (or is null) and this thread keeps no
+        // copy: freed once.
+        unsafe { heap.free(p) };
     }
 }
 
@@ -126,8 +128,9 @@ pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n:
     crate::max_registers::<{ crate::FREE_KERNEL_REGISTERS }>();
     let i = arch::global_thread_x();
     if i < n {
-        // SAFETY: the host passes an array of n pointers.
-        heap.free(unsafe { *ptrs.add(i as usize) } as *mut u8);
+        // SAFETY: the host passes an array of n pointers, each null or handed out by this heap
+        // and used by no other thread (nor freed elsewhere): thread i frees its own once.
+        unsafe { heap.free(*ptrs.add(i as usize) as *mut u8) };
     }
 }
 
@@ -211,7 +214,9 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
     if i >= n {
         return;
     }
-    // SAFETY: the host passes arrays of n elements and 3 error counters.
+    // SAFETY: the host passes arrays of n elements and 3 error counters; ptrs[i] is null (the
+    // host's zeroed array) or thread i's own block of sizes[i] bytes from this heap's malloc
+    // (the previous round), which only this thread reads, frees once and forgets.
     unsafe {
         let slot = ptrs.add(i as usize);
         let p = *slot as *mut u32;
@@ -263,7 +268,9 @@ pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, er
     }
     let k = 1 + mix(i) % 300;
     // SAFETY: errors holds 2 counters; every pointer below is checked for null and holds at
-    // least the bytes touched.
+    // least the bytes touched; p is this thread's own block from this heap, which the realloc
+    // takes over when it succeeds (q is then the block, freed below), and which is freed below
+    // when it fails: each block is freed once and not used after.
     unsafe {
         let e0 = &*(errors as *const crate::atomic::Atom64);
         let e1 = &*(errors.add(1) as *const crate::atomic::Atom64);
@@ -539,7 +546,7 @@ pub unsafe extern "ptx-kernel" fn churn_round(
     }
     // SAFETY: the host passes n pointers and sizes, churn_law::WORDS words of the law and
     // churn_counter::COUNT counters; every non-null pointer came from this heap's malloc for
-    // sizes[i] (>= 16) bytes.
+    // sizes[i] (>= 16) bytes and is thread i's alone, freed once and then forgotten.
     unsafe {
         let c = |k: usize| &*(counters.add(k) as *const crate::atomic::Atom64);
         let slot = ptrs.add(i as usize);

@@ -93,7 +93,10 @@ unsafe impl GlobalAlloc for GlobalHeap {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
-        bound_heap().free(ptr);
+        // SAFETY: GlobalAlloc::dealloc's contract: `ptr` came from `alloc` (or `realloc`) of
+        // this allocator, so from the bound heap's malloc_layout (the host rebinds only between
+        // launches), and is not used after.
+        unsafe { bound_heap().free(ptr) };
     }
 
     #[inline]
@@ -111,7 +114,8 @@ unsafe impl GlobalAlloc for GlobalHeap {
             // SAFETY: `ptr` holds `layout.size()` bytes, `q` at least `new_size` > that, and the
             // two blocks are distinct (both live).
             unsafe { core::ptr::copy_nonoverlapping(ptr, q, layout.size()) };
-            heap.free(ptr);
+            // SAFETY: as in `dealloc`: GlobalAlloc::realloc frees the old block on success.
+            unsafe { heap.free(ptr) };
         }
         q
     }

@@ -226,7 +226,10 @@ pub const WARP_ROUNDS: u32 = 64;
 /// #[no_mangle]
 /// pub unsafe extern "ptx-kernel" fn my_kernel(heap: DeviceHeap, out: *mut *mut u8) {
 ///     let p = heap.malloc(64);          // null when the heap is full
-///     if !p.is_null() { p.write(7); heap.free(p); }
+///     if !p.is_null() {
+///         // SAFETY: p is fresh from this heap's malloc (64 bytes, 16-aligned) and freed once.
+///         unsafe { p.write(7); heap.free(p) };
+///     }
 /// }
 /// ```
 #[repr(C)]
@@ -731,7 +734,9 @@ impl DeviceHeap {
             }
             // Too small for this thread: give it back, then allocate alone.
             Some(p) => {
-                self.free(p as usize as *mut u8);
+                // SAFETY: p is this thread's slice of thread 0's runs, handed out (and marked,
+                // with the checks) above and not yet passed on: freed once, never used.
+                unsafe { self.free(p as usize as *mut u8) };
                 self.malloc(size)
             }
             // The runs fell short (contention or out of memory): the rest go per warp.
@@ -917,10 +922,49 @@ impl DeviceHeap {
         Some((seg, off & (SEGMENT_BYTES - 1), seg_kind(entry)))
     }
 
-    /// Frees `ptr` (null is ignored). Pointers the heap never handed out are counted in
-    /// `counter::INVALID_FREE` and otherwise ignored.
+    /// Frees `ptr` (null is ignored). The memory may be handed out again at once, to any
+    /// thread.
+    ///
+    /// ```
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(1, 1); // the CPU model: 16 MiB of host memory
+    /// let heap = cpu.heap();
+    /// let p = heap.malloc(64);
+    /// assert!(!p.is_null());
+    /// // SAFETY: p came from this heap's malloc above, is freed once, and not used after.
+    /// unsafe { heap.free(p) };
+    /// ```
+    ///
+    /// `free` is `unsafe`, as `GlobalAlloc::dealloc` and C's `free` are: a call outside
+    /// `unsafe` does not compile.
+    ///
+    /// ```compile_fail,E0133
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(1, 1);
+    /// let p = cpu.heap().malloc(64);
+    /// cpu.heap().free(p);
+    /// ```
+    ///
+    /// # Safety
+    /// - `ptr` is null, or a pointer that this heap (through this handle or any copy of it)
+    ///   returned from `malloc`, `malloc_warp`, `malloc_block`, `malloc_packed`, `calloc`,
+    ///   `malloc_layout`, `malloc_run_aligned`, `realloc` or `realloc_layout` (or, for the
+    ///   internals' users, a slice of a `take_slices` or `Slots` take), that has not been
+    ///   freed since (by `free`, or by a `realloc` / `realloc_layout` that moved it or was
+    ///   given size 0), and that no owner frees itself (a `DBox`, a `DVec`, a collection
+    ///   using the heap as its allocator).
+    /// - Every access to the memory happens before this call (the caller's own, and other
+    ///   threads' through their synchronisation with it), and none follows it: the memory
+    ///   may belong to another allocation from now on.
+    ///
+    /// What the heap does with other pointers is a diagnostic, not a guarantee: a pointer
+    /// outside the heap, inside an allocation or in memory it never handed out is counted in
+    /// `counter::INVALID_FREE` and ignored, and with the checks (`crate::CHECKS` and a heap
+    /// created with `HeapLayout::checks`) so is a second free of a slice that has not been
+    /// handed out again since (`counter::DOUBLE_FREE`). But a pointer whose memory was handed
+    /// out again, or one that another owner still uses, cannot be told from a valid one: its
+    /// free gives that live memory back, and a later malloc hands it out twice. So even with
+    /// the checks, `free` is sound only for pointers that meet the conditions above.
     #[inline]
-    pub fn free(&self, ptr: *mut u8) {
+    pub unsafe fn free(&self, ptr: *mut u8) {
         let p = ptr as usize as u64;
         let Some((off, seg)) = self.offset_in_heap(p) else {
             if !ptr.is_null() {
@@ -1063,6 +1107,10 @@ impl DeviceHeap {
     /// (a pointer inside a slice or a run, as `free` tells them: `realloc` of one copied a
     /// neighbour's bytes; review of r39) or if it came from `malloc_packed` (whose sizes are
     /// not recorded).
+    ///
+    /// Safe for any `ptr`: it never reads through `ptr`, only the heap's metadata, at indices
+    /// checked against the handle's segment count (a pointer outside the heap is 0). For a
+    /// pointer the caller does not own, the answer may be stale by the time it returns.
     pub fn usable_size(&self, ptr: *const u8) -> u64 {
         match self.locate(ptr as usize as u64) {
             Some((seg, in_seg, SegKind::Group(g))) => {
@@ -1117,15 +1165,26 @@ impl DeviceHeap {
     /// means malloc; `size == 0` frees and returns null. On failure returns null and leaves
     /// `ptr` untouched. Keeps `ptr` when it is already large enough. Fails (null) for
     /// packed pointers, whose size is not recorded.
-    pub fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
-        self.realloc_with(ptr, size, 1, || self.malloc(size))
+    ///
+    /// # Safety
+    /// `ptr` is null or meets the conditions of [`DeviceHeap::free`]; no other thread writes
+    /// its memory during the call (the contents are copied when the allocation moves). When
+    /// the call frees `ptr` (it returns another non-null pointer, or `size` is 0), nothing
+    /// accesses `ptr`'s memory after it, as after `free`; when it returns null for a
+    /// non-zero `size`, `ptr` stays allocated.
+    pub unsafe fn realloc(&self, ptr: *mut u8, size: u64) -> *mut u8 {
+        // SAFETY: the caller's contract is realloc_with's (no alignment beyond malloc's).
+        unsafe { self.realloc_with(ptr, size, 1, || self.malloc(size)) }
     }
 
     /// `realloc` with `fresh` allocating the new block (of at least `size` bytes, aligned to
     /// `align`), for the aligned form (`realloc_layout`): `ptr` is kept only where it has
     /// `align` and the alignment `malloc` promises for `size`.
+    ///
+    /// # Safety
+    /// As for [`DeviceHeap::realloc`].
     #[inline(always)]
-    pub(crate) fn realloc_with(
+    pub(crate) unsafe fn realloc_with(
         &self,
         ptr: *mut u8,
         size: u64,
@@ -1136,7 +1195,9 @@ impl DeviceHeap {
             return fresh();
         }
         if size == 0 {
-            self.free(ptr);
+            // SAFETY: the caller vouches for ptr (free's conditions), and does not use it after
+            // a free.
+            unsafe { self.free(ptr) };
             return core::ptr::null_mut();
         }
         let have = self.usable_size(ptr);
@@ -1158,9 +1219,13 @@ impl DeviceHeap {
             let words = (have / 8).min(size.div_ceil(8));
             // SAFETY: both are 8-aligned and do not overlap (q was free while ptr was live);
             // ptr holds `have` bytes and q at least `size` rounded up to 8 (every usable size
-            // is a multiple of 8), so both hold `words` words.
-            unsafe { copy_words(ptr as *const u64, q as *mut u64, words) };
-            self.free(ptr);
+            // is a multiple of 8), so both hold `words` words; no other thread writes ptr's
+            // (the caller's contract) and q is ours. Then ptr is freed once: the caller does
+            // not use it after a move.
+            unsafe {
+                copy_words(ptr as *const u64, q as *mut u64, words);
+                self.free(ptr);
+            }
         }
         q
     }

@@ -158,8 +158,9 @@ impl Wait {
 ///     max_registers::<FREE_KERNEL_REGISTERS>();
 ///     let i = veballoc_kernels::arch::global_thread_x();
 ///     if i < n {
-///         // SAFETY (of the example): the caller passes `n` pointers that `heap` handed out.
-///         heap.free(unsafe { *ptrs.add(i as usize) });
+///         // SAFETY (of the example): the caller passes `n` pointers that `heap` handed out,
+///         // each freed once here and not used after.
+///         unsafe { heap.free(*ptrs.add(i as usize)) };
 ///     }
 /// }
 /// ```

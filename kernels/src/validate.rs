@@ -517,7 +517,8 @@ mod tests {
             h.validate().expect("consistent again");
         }
         assert_ne!(seg, 3, "the malloc took the lowest segment");
-        h.free(p);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
         h.validate().expect("consistent after the free");
     }
 
@@ -531,7 +532,8 @@ mod tests {
         let c = crate::class::class_of(40_000);
         assert!(crate::class::is_mask_class(c));
         let (p, q) = (h.malloc(40_000), h.malloc(40_000));
-        h.free(p);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
         h.validate().expect("consistent: a block with one free slice, marked");
         let (seg, local) = h.block_of(p as u64, c);
         let id = crate::block::block_index(group_of(c), gid_of(seg, local));
@@ -553,7 +555,8 @@ mod tests {
         // Relaxed: as above.
         parked.store_relaxed(0);
         h.validate().expect("consistent again");
-        h.free(q);
+        // SAFETY: q came from the malloc above, is freed once and not used after.
+        unsafe { h.free(q) };
         h.trim();
         assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
     }
@@ -571,7 +574,8 @@ mod tests {
         let h = cpu.heap();
         let c = crate::class::class_of(40_000);
         let ps: std::vec::Vec<*mut u8> = (0..4).map(|_| h.malloc(40_000)).collect();
-        h.free(ps[3]);
+        // SAFETY: ps[3] came from the mallocs above, is freed once and not used after.
+        unsafe { h.free(ps[3]) };
         h.validate().expect("consistent");
         let (seg, local) = h.block_of(ps[0] as u64, c);
         let mask = h.blocks().free_mask(seg, local);
@@ -584,7 +588,8 @@ mod tests {
         mask.store_relaxed(1 << 3);
         h.validate().expect("consistent again");
         for p in [ps[0], ps[1], ps[2]] {
-            h.free(p);
+            // SAFETY: ps[0..3] came from the mallocs above; each is freed once and not used after.
+            unsafe { h.free(p) };
         }
         h.trim();
         assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
@@ -630,12 +635,15 @@ mod tests {
         assert_eq!(block, h.mem, "the first block, whole");
         assert_eq!(keep as u64, h.mem + (64 << 10), "then the next one");
         for &p in &slices[1..] {
-            h.free(p);
+            // SAFETY: slices[1..] came from the mallocs above; each is freed once and not used after.
+            unsafe { h.free(p) };
         }
         let unit = (block - h.mem) >> crate::class::MIN_BLOCK_SHIFT;
         // Relaxed: one thread, no kernel running (the stale copy a racing free may read).
         h.blocks().unit_kind(unit).store_relaxed(kind_word(KIND_SLICES, big));
-        h.free(slices[0]);
+        // SAFETY: slices[0] came from the mallocs above and is live; freed once (the test's stale copy only
+        // changes which kind word the free reads).
+        unsafe { h.free(slices[0]) };
         // Relaxed: as above (the copy back as the block's park left it).
         h.blocks().unit_kind(unit).store_relaxed(crate::block::KIND_FREE);
         let s = h.validate().expect("the heap stays consistent");
@@ -643,8 +651,10 @@ mod tests {
         let q = h.malloc(256);
         assert!(!q.is_null());
         assert!((q as u64).abs_diff(keep as u64) >= 64 << 10, "a 256 B slice far from the live 16 B one");
-        h.free(q);
-        h.free(keep);
+        // SAFETY: q came from the malloc above, is freed once and not used after.
+        unsafe { h.free(q) };
+        // SAFETY: keep came from the malloc above, is freed once and not used after.
+        unsafe { h.free(keep) };
         h.validate().expect("consistent at the end");
     }
 
@@ -668,7 +678,9 @@ mod tests {
         h.blocks().block_meta(seg, 0).kind.store_relaxed(stale);
         // Relaxed: as above.
         h.blocks().unit_kind(unit).store_relaxed(stale);
-        h.free(p);
+        // SAFETY: p came from the malloc above and is live; the test's stale words make the heap refuse this
+        // free (asserted next), so p stays live.
+        unsafe { h.free(p) };
         // Relaxed: as above.
         assert_eq!(h.counter(counter::INVALID_FREE).load_relaxed(), 1);
         // Relaxed: as above, the words back as the install wrote them.
@@ -676,7 +688,9 @@ mod tests {
         // Relaxed: as above.
         h.blocks().unit_kind(unit).store_relaxed(word);
         h.validate().expect("the stray free changed nothing");
-        h.free(p);
+        // SAFETY: p is still live (the free above was refused and changed nothing, as checked); freed once
+        // now.
+        unsafe { h.free(p) };
         assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
     }
 }

@@ -597,9 +597,14 @@ mod real {
 
         /// Frees `ptrs`, trims, and checks that the heap is whole (every segment free) and
         /// that it counted `(invalid frees, double frees, out-of-memory nulls)`.
-        fn check_whole(&self, ptrs: &[*mut u8], counted: (u64, u64, u64)) {
+        ///
+        /// # Safety
+        /// `ptrs` are live allocations of this model's heap (each once), owned by the caller
+        /// and not used after: `free`'s conditions.
+        unsafe fn check_whole(&self, ptrs: &[*mut u8], counted: (u64, u64, u64)) {
             for &p in ptrs {
-                self.heap.free(p);
+                // SAFETY: the caller's contract (check_whole's).
+                unsafe { self.heap.free(p) };
             }
             self.heap.trim();
             let s = self.heap.validate().expect("the validator");
@@ -648,7 +653,8 @@ mod real {
         set_host_thread_index(0);
         let p = m.heap.malloc(size);
         assert!(!p.is_null());
-        m.heap.free(p);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { m.heap.free(p) };
         m.heap.trim_slot(row, 0);
         let r = m.clone();
         let reclaimer = thread::spawn(move || {
@@ -702,14 +708,16 @@ mod real {
                         assert!(!p.is_null(), "null from a heap with room");
                         m.cells.write(p);
                         // The free reads the block's kind, which the installer wrote.
-                        m.heap.free(p);
+                        // SAFETY: p came from this thread's malloc above, is freed once and not used after.
+                        unsafe { m.heap.free(p) };
                         p as u64
                     })
                 })
                 .collect();
             let ps: Vec<u64> = hs.into_iter().map(|h| h.join().unwrap()).collect();
             assert_ne!(ps[0], ps[1], "one slice handed out twice");
-            m.check_whole(&[], (0, 0, 0));
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
         });
     }
 
@@ -740,7 +748,9 @@ mod real {
                     thread::spawn(move || {
                         set_host_thread_index(2 + i as u64);
                         m.cells.write(p as *mut u8);
-                        m.heap.free(p as *mut u8);
+                        // SAFETY: p is this thread's (one of the two mallocs above, handed to it alone),
+                        // freed once and not used after.
+                        unsafe { m.heap.free(p as *mut u8) };
                     })
                 })
                 .collect();
@@ -770,7 +780,8 @@ mod real {
             // once the frees are done the segment is free.
             let q = taker.join().unwrap().or_else(|| take(&m).map(|t| t.base));
             let q = q.expect("the reclaimed segment");
-            m.check_whole(&[q as *mut u8], (0, 0, 0));
+            // SAFETY: q is this model's only live slice, taken above, owned by this thread, unused after.
+            unsafe { m.check_whole(&[q as *mut u8], (0, 0, 0)) };
         });
     }
 
@@ -812,7 +823,9 @@ mod real {
                         if let Some(q) = q {
                             m.cells.write(q);
                             // The thief's free: the block's kind must be the installer's.
-                            m.heap.free(q);
+                            // SAFETY: q is this thread's slice (the take above), freed once and not used
+                            // after.
+                            unsafe { m.heap.free(q) };
                         }
                         q.map(|q| q as u64)
                     })
@@ -823,7 +836,9 @@ mod real {
             assert_ne!(qs[0], qs[1]);
             // Give back what the test took in bulk (one atomic, as `settle_packed` does).
             m.heap.slots().release_slices(0, 0, c, 1, per_block - 2);
-            m.check_whole(&[p0, run], (0, 0, 0));
+            // SAFETY: p0 and run came from the mallocs above and are live (the thieves freed only their
+            // own slices); each is freed once, unused after.
+            unsafe { m.check_whole(&[p0, run], (0, 0, 0)) };
         });
     }
 
@@ -844,7 +859,8 @@ mod real {
             let freer = thread::spawn(move || {
                 set_host_thread_index(2);
                 f.cells.write(p as *mut u8);
-                f.heap.free(p as *mut u8);
+                // SAFETY: p (the malloc above) is handed to this thread alone, freed once and not used after.
+                unsafe { f.heap.free(p as *mut u8) };
             });
             let r = m.clone();
             let trimmer = thread::spawn(move || {
@@ -864,7 +880,8 @@ mod real {
             trimmer.join().unwrap();
             // A null is right when the taker looked while the slice was live (the heap full).
             let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c, 1).map(|t| t.base));
-            m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0));
+            // SAFETY: q is the one live slice (taken above), owned by this thread, unused after.
+            unsafe { m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0)) };
         });
     }
 
@@ -890,9 +907,14 @@ mod real {
                 let g = f.clone();
                 let second = thread::spawn(move || {
                     set_host_thread_index(2);
-                    g.heap.free(p as *mut u8);
+                    // SAFETY: not a valid free, on purpose: the model checks that a second free of a whole
+                    // run, racing the owner's, is refused and counted (free_block's CAS decides; the run's
+                    // memory is not written after); no malloc runs until both frees are done.
+                    unsafe { g.heap.free(p as *mut u8) };
                 });
-                f.heap.free(p as *mut u8);
+                // SAFETY: p came from the malloc above; the owner's free, unused after (the racing second
+                // free is the other thread's, see there).
+                unsafe { f.heap.free(p as *mut u8) };
                 second.join().unwrap();
             });
             owner.join().unwrap();
@@ -906,7 +928,8 @@ mod real {
             let q = m.heap.malloc(size);
             assert_eq!(q as u64, p);
             m.cells.write(q);
-            m.check_whole(&[q], (invalid, double, 0));
+            // SAFETY: q came from the malloc above, live and owned here, unused after.
+            unsafe { m.check_whole(&[q], (invalid, double, 0)) };
         });
     }
 
@@ -935,7 +958,8 @@ mod real {
             reclaimer.join().unwrap();
             assert!(!q.is_null(), "null from a heap with nothing live (the reclaim window)");
             m.cells.write(q);
-            m.check_whole(&[q], (0, 0, 0));
+            // SAFETY: q came from the malloc above, live and owned here, unused after.
+            unsafe { m.check_whole(&[q], (0, 0, 0)) };
         });
     }
 
@@ -954,9 +978,11 @@ mod real {
             let reclaimer = pending_then_trim(&m, RUN, RUN_ROW0 + UNIT_RUNS);
             let q = m.heap.malloc(RUN);
             assert!(!q.is_null(), "null from a heap with nothing live");
-            m.heap.free(q);
+            // SAFETY: q came from the malloc above, is freed once and not used after.
+            unsafe { m.heap.free(q) };
             reclaimer.join().unwrap();
-            m.check_whole(&[], (0, 0, 0));
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
         });
     }
 
@@ -990,7 +1016,9 @@ mod real {
             let freer = thread::spawn(move || {
                 set_host_thread_index(1);
                 f.cells.write(owned as *mut u8);
-                f.heap.free(owned as *mut u8);
+                // SAFETY: `owned` is a slice of the take above, handed to this thread alone, freed once and
+                // not used after.
+                unsafe { f.heap.free(owned as *mut u8) };
             });
             let w = m.clone();
             let sweeper = thread::spawn(move || {
@@ -1022,7 +1050,8 @@ mod real {
             // block 0 whole, block 1 but for the freed slice.
             m.heap.slots().release_slices(0, 0, c, 0, per);
             m.heap.slots().release_slices(0, 1, c, 0, per - 2);
-            m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0));
+            // SAFETY: `mine` are the taker's live slices (deduplicated above), owned here, unused after.
+            unsafe { m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0)) };
         });
     }
 
@@ -1107,7 +1136,8 @@ mod real {
             for t in [t0, t1, got] {
                 give_back(&m, c, &t);
             }
-            m.check_whole(&[], (0, 0, 0));
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
         });
     }
 
@@ -1133,7 +1163,9 @@ mod real {
             let freer = thread::spawn(move || {
                 set_host_thread_index(1);
                 f.cells.write(owned as *mut u8);
-                f.heap.free(owned as *mut u8);
+                // SAFETY: `owned` is the slice of the take above, handed to this thread alone, freed once and
+                // not used after.
+                unsafe { f.heap.free(owned as *mut u8) };
             });
             let w = m.clone();
             let sweeper = thread::spawn(move || {
@@ -1155,7 +1187,8 @@ mod real {
             for t in [t0, t1, got] {
                 give_back(&m, c, &t);
             }
-            m.check_whole(&[], (0, 0, 0));
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
         });
     }
 
@@ -1203,7 +1236,9 @@ mod real {
             let p = taker.join().unwrap();
             trimmer.join().unwrap();
             assert!((first as u64).abs_diff(p) >= 5 * (64 << 10), "overlapping runs {first:?} {p:#x}");
-            m.check_whole(&[first, p as *mut u8], (0, 0, 0));
+            // SAFETY: first and p came from the mallocs above (asserted apart), live, owned here, unused
+            // after.
+            unsafe { m.check_whole(&[first, p as *mut u8], (0, 0, 0)) };
         });
     }
 
@@ -1253,7 +1288,8 @@ mod real {
                 give_back(&m, c, &t);
             }
             give_back(&m, c2, &t5);
-            m.check_whole(&[p as *mut u8], (0, 0, 0));
+            // SAFETY: p came from the taker's malloc, live, owned here, unused after.
+            unsafe { m.check_whole(&[p as *mut u8], (0, 0, 0)) };
         });
     }
     /// (8) A run that crosses segments (after a 5 MiB run at the start of segment 0: the rest
@@ -1290,7 +1326,9 @@ mod real {
                 for &a in &owned {
                     f.cells.write(a as *mut u8);
                 }
-                f.heap.free(q as *mut u8);
+                // SAFETY: q came from the malloc above and is handed to this thread alone, freed once and not
+                // used after.
+                unsafe { f.heap.free(q as *mut u8) };
             });
             let t = m.clone();
             let trimmer = thread::spawn(move || {
@@ -1306,7 +1344,8 @@ mod real {
             freer.join().unwrap();
             trimmer.join().unwrap();
             let live: Vec<*mut u8> = [p, r].into_iter().filter(|x| !x.is_null()).collect();
-            m.check_whole(&live, (0, 0, r.is_null() as u64));
+            // SAFETY: p and r (when not null) came from the mallocs above, live, owned here, unused after.
+            unsafe { m.check_whole(&live, (0, 0, r.is_null() as u64)) };
         });
     }
     /// (9) Two requests that need fresh segments (20 MiB: two segments; 5 MiB: part of one)
@@ -1338,7 +1377,9 @@ mod real {
             trimmer.join().unwrap();
             assert!(big != 0 && small != 0, "null from a heap with room: {big:#x} {small:#x}");
             assert!(big + BIG <= small || small + SMALL <= big, "overlapping runs {big:#x} {small:#x}");
-            m.check_whole(&[big as *mut u8, small as *mut u8], (0, 0, 0));
+            // SAFETY: big and small came from the mallocs above (asserted apart), live, owned here, unused
+            // after.
+            unsafe { m.check_whole(&[big as *mut u8, small as *mut u8], (0, 0, 0)) };
         });
     }
 
@@ -1370,7 +1411,8 @@ mod real {
             // Slices 0 and 1 come back (their owners wrote them first).
             for r in 0..2 {
                 m.cells.write(t.addr(r, slice_bytes(c)) as *mut u8);
-                m.heap.free(t.addr(r, slice_bytes(c)) as *mut u8);
+                // SAFETY: slice r of the take above, owned by this thread, is freed once and not used after.
+                unsafe { m.heap.free(t.addr(r, slice_bytes(c)) as *mut u8) };
             }
             let a = m.clone();
             let taker = thread::spawn(move || {
@@ -1400,7 +1442,8 @@ mod real {
                         o.cells.write(p);
                     }
                     for p in ps {
-                        o.heap.free(p);
+                        // SAFETY: p came from this thread's malloc above, is freed once and not used after.
+                        unsafe { o.heap.free(p) };
                     }
                 })
             });
@@ -1416,7 +1459,8 @@ mod real {
                 assert!(in_block % slice_bytes(c) == 0, "{base:#x}");
             }
             let mine: Vec<*mut u8> = got.into_iter().map(|b| b as *mut u8).collect();
-            m.check_whole(&mine, (0, 0, 0));
+            // SAFETY: `mine` is the taker's slice (if any), live, owned here, unused after.
+            unsafe { m.check_whole(&mine, (0, 0, 0)) };
         });
     }
 
@@ -1449,7 +1493,8 @@ mod real {
             assert_eq!((t.base, t.got), (MEM, per));
             let s0 = t.addr(0, slice_bytes(c)) as *mut u8;
             m.cells.write(s0);
-            m.heap.free(s0);
+            // SAFETY: s0 is slice 0 of the take above, owned here, freed once and not used after.
+            unsafe { m.heap.free(s0) };
             // Taken again: the mask is empty, the mark stays (stale).
             let (b, n) = m.heap.slots().take_partial(c, 1, PARTIAL_VISITS);
             assert_eq!((b, n), (MEM, 1));
@@ -1473,7 +1518,9 @@ mod real {
                 set_host_thread_index(3);
                 for s in [s5, s7] {
                     g.cells.write(s as *mut u8);
-                    g.heap.free(s as *mut u8);
+                    // SAFETY: s5 and s7 are slices of the take above handed to this thread alone, each freed
+                    // once and not used after.
+                    unsafe { g.heap.free(s as *mut u8) };
                 }
             });
             let got: Vec<u64> = takers.into_iter().filter_map(|h| h.join().unwrap()).collect();
@@ -1485,7 +1532,9 @@ mod real {
                 .collect();
             live.push(b as *mut u8);
             live.extend(got.iter().map(|&b| b as *mut u8));
-            m.check_whole(&live, (0, 0, 0));
+            // SAFETY: `live` lists the slices still out (the take's but 0, 5 and 7, the partial take's
+            // and the takers'), each owned here once, unused after.
+            unsafe { m.check_whole(&live, (0, 0, 0)) };
         });
     }
 
@@ -1546,7 +1595,8 @@ mod real {
             // Quiescent, with the live slices: trees, table and counts agree.
             m.heap.validate().expect("the validator, with the slices live");
             give_back(&m, c1, &t);
-            m.check_whole(&[q], (0, 0, 0));
+            // SAFETY: q came from the malloc above, live, owned here, unused after.
+            unsafe { m.check_whole(&[q], (0, 0, 0)) };
         });
     }
 
@@ -1573,11 +1623,13 @@ mod real {
             let p = m.heap.malloc(size);
             assert!(!p.is_null(), "null from a heap with room");
             m.cells.write(p);
-            m.heap.free(p);
+            // SAFETY: p came from the malloc above, is freed once and not used after.
+            unsafe { m.heap.free(p) };
             let installed = boot.join().unwrap();
             let s = m.heap.validate().expect("the validator");
             assert_eq!(s.slice_blocks[c], 1, "one block installed, booted or not ({installed})");
-            m.check_whole(&[], (0, 0, 0));
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
         });
     }
 
@@ -1624,7 +1676,8 @@ mod real {
             let local = ((first.base - MEM) / group_block_bytes(g)) as u32;
             m.heap.slots().release_slices(0, local, c, 0, per - 1);
             let ptrs: Vec<*mut u8> = ps.iter().map(|&p| p as *mut u8).collect();
-            m.check_whole(&ptrs, (0, 0, 0));
+            // SAFETY: ps are the takers' slices (asserted distinct), live, owned here, unused after.
+            unsafe { m.check_whole(&ptrs, (0, 0, 0)) };
         });
     }
 
