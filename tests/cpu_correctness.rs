@@ -180,7 +180,8 @@ fn segments_the_host_holds_count_as_live() {
     assert!(!most.is_null(), "every other segment");
     // SAFETY: `most` came from the malloc above, is freed once and not used after.
     unsafe { h.free(most) };
-    h.release_host(seg, 1);
+    // SAFETY: seg came from claim_host_reclaiming above, is given back once and not used after.
+    unsafe { h.release_host(seg, 1) };
     let all = h.malloc(SEGMENTS as u64 * SEGMENT_BYTES);
     assert!(!all.is_null(), "the whole heap once the host returned its segment");
     // SAFETY: `all` came from the malloc above, is freed once and not used after.

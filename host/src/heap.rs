@@ -659,7 +659,8 @@ impl SegmentSource for Segments<'_> {
 
     fn release(&self, seg: u32, k: u32) -> Result<()> {
         let (arg, s, k) = (self.0.arg(), seg as u64, k as u64);
-        // SAFETY: veballoc_host_release(heap, seg, k).
+        // SAFETY: veballoc_host_release(heap, seg, k): the pool gives back, once, a run of
+        // segments that its claim took and of which nothing is allocated any more.
         unsafe { self.0.gpu.launch("veballoc_host_release", 1, 1, crate::kernel_args![arg, s, k])? };
         self.0.gpu.sync()
     }

@@ -59,7 +59,8 @@ impl CpuHeap {
         let heap =
             unsafe { DeviceHeap::from_raw_parts(mem as u64, meta.as_ptr() as u64, num_segments as u64) };
         for i in 0..layout.init_words() {
-            heap.init_word(i);
+            // SAFETY: the heap is new (above) and no other thread has it yet; i < init_words.
+            unsafe { heap.init_word(i) };
         }
         Self { mem, mem_layout, _meta: meta, heap }
     }

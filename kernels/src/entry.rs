@@ -14,7 +14,9 @@ use crate::slice::SLOT_ROWS;
 pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     let i = arch::global_thread_x();
     if i < heap.layout().init_words() as u64 {
-        heap.init_word(i as u32);
+        // SAFETY: the host launches this kernel once, on a new heap's zeroed metadata with
+        // its header written, before any other kernel uses the heap; i < init_words.
+        unsafe { heap.init_word(i as u32) };
     }
 }
 
@@ -76,7 +78,9 @@ pub unsafe extern "ptx-kernel" fn veballoc_host_claim(heap: DeviceHeap, k: u64, 
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_host_release(heap: DeviceHeap, seg: u64, k: u64) {
     if arch::global_thread_x() == 0 {
-        heap.release_host(seg as u32, k as u32);
+        // SAFETY: the host pool gives back segments seg..seg + k that its claim took (through
+        // veballoc_host_claim), once, and stops using them.
+        unsafe { heap.release_host(seg as u32, k as u32) };
     }
 }
 
@@ -103,7 +107,8 @@ pub unsafe extern "ptx-kernel" fn veballoc_release_segments(
 pub unsafe extern "ptx-kernel" fn veballoc_reacquire_segments(heap: DeviceHeap, segs: *const u32, n: u64) {
     let i = arch::global_thread_x();
     if i < n {
-        // SAFETY: the host passes n segment indices.
-        heap.reacquire_segment(unsafe { *segs.add(i as usize) });
+        // SAFETY: the host passes n distinct indices of segments that veballoc_release_segments
+        // took out and whose memory it has mapped again; each goes back once.
+        unsafe { heap.reacquire_segment(*segs.add(i as usize)) };
     }
 }

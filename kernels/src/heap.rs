@@ -342,7 +342,14 @@ impl DeviceHeap {
 
     /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
     /// kernel runs one thread per word; the host twin loops.
-    pub fn init_word(&self, i: u32) {
+    ///
+    /// # Safety
+    /// The heap is being initialised (see [`DeviceHeap::from_raw_parts`]): its metadata is its
+    /// header followed by zeros and init words, and no other method of the heap runs until
+    /// every init word is written and published (the init kernel's end, or the initialising
+    /// thread's join). On a heap in use, it would mark segments free that are handed out.
+    /// `i` must be below `layout().init_words()` (the CPU model checks it).
+    pub unsafe fn init_word(&self, i: u32) {
         self.segments().init_word(i)
     }
 
@@ -1245,7 +1252,12 @@ impl DeviceHeap {
     }
 
     /// Returns `k` host-owned segments from `s` to the segment tree.
-    pub fn release_host(&self, s: u32, k: u32) {
+    ///
+    /// # Safety
+    /// Segments `s .. s + k` were claimed by `claim_host` (or `claim_host_reclaiming`) of this
+    /// heap, are given back once, and are not used (by the host pool or its users) after this
+    /// call: the next malloc may hand them out. Nothing checks it.
+    pub unsafe fn release_host(&self, s: u32, k: u32) {
         self.segments().release_host(s, k)
     }
 
@@ -1256,7 +1268,12 @@ impl DeviceHeap {
     }
 
     /// Returns released segment `seg` (its memory mapped again) to the segment tree.
-    pub fn reacquire_segment(&self, seg: u32) {
+    ///
+    /// # Safety
+    /// `seg` was taken out by `release_free_segments` of this heap, is given back once, and
+    /// its memory is mapped (readable and writable) again: the next malloc may hand it out.
+    /// Nothing checks it.
+    pub unsafe fn reacquire_segment(&self, seg: u32) {
         self.segments().reacquire_segment(seg)
     }
 

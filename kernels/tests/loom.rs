@@ -590,7 +590,8 @@ mod real {
             // is a loom cell, `Cells`) and never calloc or realloc; the count is the layout's.
             let heap = unsafe { DeviceHeap::from_raw_parts(MEM, meta.addr(), layout.num_segments as u64) };
             for i in 0..layout.init_words() {
-                heap.init_word(i);
+                // SAFETY: the heap is new and not yet shared; i < init_words.
+                unsafe { heap.init_word(i) };
             }
             Arc::new(Self { _meta: meta, heap, cells: Cells::new(addrs) })
         }
