@@ -123,14 +123,17 @@ fn a_take_gets_the_lowest_run_of_free_slices() {
     // Free slices 3, 4, 5 and 9 (one atomic each, as `free` gives them back).
     let (seg, local) = h.block_of(t.base, c);
     for (first, k) in [(3, 3), (9, 1)] {
-        h.slots().release_slices(seg, local, c, first, k);
+        // SAFETY: slices of t (taken above, handed to no one), each given back once.
+        unsafe { h.slots().release_slices(seg, local, c, first, k) };
     }
     let u = h.take_slices(c, 8).expect("free slices");
     assert_eq!((u.base, u.got, u.got2), (t.base + 3 * slice_bytes(c), 3, 0));
     let v = h.take_slices(c, 8).expect("free slices");
     assert_eq!((v.base, v.got), (t.base + 9 * slice_bytes(c), 1));
     h.validate().expect("consistent");
-    h.slots().release_slices(seg, local, c, 0, per);
+    // SAFETY: every slice of the block is now held by this test (t's rest, u and v), handed
+    // to no one: the whole block goes back once.
+    unsafe { h.slots().release_slices(seg, local, c, 0, per) };
     assert_empty(h);
 }
 

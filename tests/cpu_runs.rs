@@ -35,12 +35,14 @@ fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
     let t0 = h.take_slices(c, per).expect("block 0");
     assert_eq!((t0.base, t0.got), (h.mem(), per));
     if h.checking() {
-        h.hand_out().mark_handed_out(t0.base, c, t0.got);
+        // SAFETY: t0 is the take just above, held by this test and not marked yet.
+        unsafe { h.hand_out().mark_handed_out(t0.base, c, t0.got) };
     }
     let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
     assert_eq!((t1.base, t1.got, t1.got2), (h.mem() + BLOCK, per, 0));
     // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
-    h.slots().release_slices(0, 1, c, 0, per);
+    // SAFETY: t1 is block 1's every slice, taken above, handed to no one and given back once.
+    unsafe { h.slots().release_slices(0, 1, c, 0, per) };
     (c, per)
 }
 
@@ -58,7 +60,8 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     let q = h.take_slices(c, 1).expect("a slice on shard 1");
     assert_eq!(q.base, h.mem() + BLOCK, "shard 1 got the recycled block 1");
     if h.checking() {
-        h.hand_out().mark_handed_out(q.base, c, 1);
+        // SAFETY: q is the take just above, held by this test and not marked yet.
+        unsafe { h.hand_out().mark_handed_out(q.base, c, 1) };
     }
     // Live: block 0 whole (per) + one slice of block 1.
     let s = h.validate();
@@ -96,8 +99,12 @@ fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     let t0 = h.take_slices(c, per).unwrap();
     let t1 = h.take_slices(c, 10).unwrap();
     if h.checking() {
-        h.hand_out().mark_handed_out(t0.base, c, t0.got);
-        h.hand_out().mark_handed_out(t1.base, c, t1.got);
+        // SAFETY: t0 and t1 are the takes just above (one piece each, asserted by the
+        // validation below), held by this test and not marked yet.
+        unsafe {
+            h.hand_out().mark_handed_out(t0.base, c, t0.got);
+            h.hand_out().mark_handed_out(t1.base, c, t1.got);
+        }
     }
     let s = h.validate().expect("consistent");
     assert_eq!(s.live_slices[c], per as u64 + 10);
@@ -254,8 +261,12 @@ fn an_install_takes_as_many_blocks_as_already_asked_for() {
     let t = h.take_slices(c, 300).expect("a heap with room");
     assert_eq!((t.got, t.got2), (128, 128), "{t:?}");
     assert_eq!(t.base2, t.base + (1 << 20), "the run's second block");
-    h.slots().release_slices(0, 0, c, 0, 128);
-    h.slots().release_slices(0, 1, c, 0, 128);
+    // SAFETY: the two pieces of t (blocks 0 and 1, 128 slices each, asserted), unmarked
+    // (no checks marked them: this test marks nothing) and handed to no one, go back once.
+    unsafe {
+        h.slots().release_slices(0, 0, c, 0, 128);
+        h.slots().release_slices(0, 1, c, 0, 128);
+    }
     h.trim();
     let s = h.validate().expect("heap consistent");
     assert_eq!((s.bytes_in_use, s.blocks_in_use()), (0, 0), "{s:?}");

@@ -145,7 +145,9 @@ fn the_hand_out_bitmap_of_a_heap_without_one_is_refused() {
     assert_eq!(p as u64, h.mem(), "slice 0 of segment 0");
     let before = *h.layout();
     let marked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        h.hand_out().mark_handed_out(p as u64, 0, 1);
+        // SAFETY: `hand_out` panics first (the heap has no bitmap), as asserted below; were
+        // the mark to run, p is slice 0 of class 0, handed out just above.
+        unsafe { h.hand_out().mark_handed_out(p as u64, 0, 1) };
     }));
     assert!(marked.is_err(), "a heap without the bitmap lent one");
     assert_eq!(*h.layout(), before, "the metadata header was overwritten");
@@ -223,10 +225,13 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
 fn collective_calls_on_the_host_serve_one_thread() {
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();
-    let (a, b) = (h.malloc_warp(100), h.malloc_block(100));
+    // SAFETY: a host warp (and block) is this one thread, which makes the call alone.
+    let (a, b) = unsafe { (h.malloc_warp(100), h.malloc_block(100)) };
     assert!(!a.is_null() && !b.is_null() && a != b);
     assert_eq!((h.usable_size(a), h.usable_size(b)), (104, 104));
-    let big = h.malloc_block(10_000); // a 10240-byte slice (classes are eight per doubling there)
+    // A 10240-byte slice (classes are eight per doubling there).
+    // SAFETY: a host warp (and block) is this one thread, which makes the call alone.
+    let big = unsafe { h.malloc_block(10_000) };
     assert_eq!(h.usable_size(big), 10240);
     for p in [a, b, big] {
         // SAFETY: a, b and big came from the mallocs above; each is freed once, unused after.

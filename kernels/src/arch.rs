@@ -80,11 +80,14 @@ mod imp {
         unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
         r
     }
-    /// Bit i set when lane i of `mask` has `pred`. Every lane of `mask` must execute it.
+    /// Bit i set when lane i of `mask` has `pred`.
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
-    pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    pub unsafe fn ballot_sync(mask: u32, pred: bool) -> u32 {
         let r: u32;
-        // SAFETY: callers pass a mask of converged lanes (from activemask/match_any).
+        // SAFETY: the caller vouches that every lane of `mask` executes this call.
         unsafe {
             asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
                  r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
@@ -92,58 +95,81 @@ mod imp {
         r
     }
     /// Lanes of `mask` whose `value` equals this lane's.
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
-    pub fn match_any_sync(mask: u32, value: u32) -> u32 {
+    pub unsafe fn match_any_sync(mask: u32, value: u32) -> u32 {
         let r: u32;
-        // SAFETY: callers pass a mask of converged lanes.
+        // SAFETY: the caller vouches that every lane of `mask` executes this call.
         unsafe {
             asm!("match.any.sync.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
         };
         r
     }
-    /// The OR of `value` over the lanes of `mask` (every lane of `mask` must execute it;
-    /// `redux.sync`, sm_80).
+    /// The OR of `value` over the lanes of `mask` (`redux.sync`, sm_80).
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
-    pub fn reduce_or_sync(mask: u32, value: u32) -> u32 {
+    pub unsafe fn reduce_or_sync(mask: u32, value: u32) -> u32 {
         let r: u32;
-        // SAFETY: callers pass a mask of converged lanes (from match_any).
+        // SAFETY: the caller vouches that every lane of `mask` executes this call.
         unsafe {
             asm!("redux.sync.or.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
         };
         r
     }
-    /// `value` of lane `src` (which must be in `mask`).
+    /// `value` of lane `src`.
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller and `src`) executes this same call,
+    /// converged.
     #[inline(always)]
-    pub fn shfl_sync_u32(mask: u32, value: u32, src: u32) -> u32 {
+    pub unsafe fn shfl_sync_u32(mask: u32, value: u32, src: u32) -> u32 {
         let r: u32;
-        // SAFETY: callers pass a mask of converged lanes that contains `src`.
+        // SAFETY: the caller vouches that every lane of `mask`, `src` among them, executes
+        // this call.
         unsafe {
             asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, {m};", r = out(reg32) r, v = in(reg32) value, s = in(reg32) src, m = in(reg32) mask, options(nomem, nostack))
         };
         r
     }
     /// `value` of lane `lane - delta` (this lane's own value for lanes below `delta`).
-    /// Every lane of the full warp must execute it.
+    ///
+    /// # Safety
+    /// All 32 lanes of the warp execute this same call, converged.
     #[inline(always)]
-    pub fn shfl_up_full_u32(value: u32, delta: u32) -> u32 {
+    pub unsafe fn shfl_up_full_u32(value: u32, delta: u32) -> u32 {
         let r: u32;
-        // SAFETY: callers reach it with all 32 lanes converged.
+        // SAFETY: the caller vouches that all 32 lanes execute this call.
         unsafe {
             asm!("shfl.sync.up.b32 {r}, {v}, {d}, 0, 0xffffffff;", r = out(reg32) r, v = in(reg32) value, d = in(reg32) delta, options(nomem, nostack))
         };
         r
     }
+    /// `value` of lane `src` (two 32-bit shuffles).
+    ///
+    /// # Safety
+    /// As for [`shfl_sync_u32`]: every lane of `mask` (the caller and `src` among them)
+    /// executes this same call, converged.
     #[inline(always)]
-    pub fn shfl_sync_u64(mask: u32, value: u64, src: u32) -> u64 {
-        let lo = shfl_sync_u32(mask, value as u32, src);
-        let hi = shfl_sync_u32(mask, (value >> 32) as u32, src);
+    pub unsafe fn shfl_sync_u64(mask: u32, value: u64, src: u32) -> u64 {
+        // SAFETY: every lane of `mask` executes this call (the caller's contract), and so both
+        // shuffles, in the same order.
+        let (lo, hi) = unsafe {
+            (shfl_sync_u32(mask, value as u32, src), shfl_sync_u32(mask, (value >> 32) as u32, src))
+        };
         ((hi as u64) << 32) | lo as u64
     }
     /// Memory-ordering warp barrier over `mask`: orders the leader's acquire before the other
     /// lanes' use of what it obtained.
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller) reaches this same barrier.
     #[inline(always)]
-    pub fn syncwarp(mask: u32) {
-        // SAFETY: callers pass a mask of lanes that all reach this barrier.
+    pub unsafe fn syncwarp(mask: u32) {
+        // SAFETY: the caller vouches that every lane of `mask` reaches this barrier.
         unsafe { asm!("bar.warp.sync {m};", m = in(reg32) mask, options(nostack)) };
     }
     #[inline(always)]
@@ -185,21 +211,29 @@ mod imp {
         unsafe { asm!("mov.u64 {r}, %globaltimer;", r = out(reg64) r, options(nomem, nostack)) };
         r
     }
+    /// Thread-block barrier (`bar.sync 0`, CUDA's `__syncthreads`).
+    ///
+    /// # Safety
+    /// Every thread of the block reaches this same barrier (none has exited).
     #[inline(always)]
-    pub fn sync_threads() {
-        // SAFETY: callers call this from all threads of the block.
+    pub unsafe fn sync_threads() {
+        // SAFETY: the caller vouches that every thread of the block reaches it.
         unsafe { nvptx::_syncthreads() }
     }
     /// Thread-block broadcast: every thread of the block gets the `v` of the one thread
-    /// that passes `src = true`. All threads of the block must call it (it holds two
-    /// `bar.sync`s; the second keeps a later call from overwriting the words early).
+    /// that passes `src = true` (it holds two `bar.sync`s; the second keeps a later call from
+    /// overwriting the words early).
+    ///
+    /// # Safety
+    /// Every thread of the block executes this same call (none has exited), and exactly one
+    /// passes `src = true`.
     #[inline(always)]
-    pub fn cta_broadcast4(v: [u64; 4], src: bool) -> [u64; 4] {
+    pub unsafe fn cta_broadcast4(v: [u64; 4], src: bool) -> [u64; 4] {
         let r: [u64; 4];
         let (r0, r1, r2, r3): (u64, u64, u64, u64);
         // SAFETY: the shared words are declared in this asm block's own scope (one instance
-        // per inlined copy), written by one thread and read after the barrier by all; callers
-        // reach it from every thread of the block.
+        // per inlined copy), written by one thread and read after the barrier by all; the
+        // caller vouches that every thread of the block executes this call.
         unsafe {
             asm!(
                 "{{ .reg .pred p; .shared .align 8 .b64 s[4];",
@@ -306,25 +340,42 @@ mod imp {
     pub fn activemask() -> u32 {
         1
     }
-    pub fn ballot_sync(mask: u32, pred: bool) -> u32 {
+    // The collectives are `unsafe fn`s as on the device, with the same contracts (a host
+    // warp is one lane, so they hold whenever the caller's mask names it), so that code
+    // written against the host twin compiles for the device.
+    /// # Safety
+    /// As on the device: every lane of `mask` executes this same call.
+    pub unsafe fn ballot_sync(mask: u32, pred: bool) -> u32 {
         mask & pred as u32
     }
-    pub fn match_any_sync(mask: u32, _value: u32) -> u32 {
+    /// # Safety
+    /// As on the device: every lane of `mask` executes this same call.
+    pub unsafe fn match_any_sync(mask: u32, _value: u32) -> u32 {
         mask & 1
     }
-    pub fn reduce_or_sync(_mask: u32, value: u32) -> u32 {
+    /// # Safety
+    /// As on the device: every lane of `mask` executes this same call.
+    pub unsafe fn reduce_or_sync(_mask: u32, value: u32) -> u32 {
         value
     }
-    pub fn shfl_sync_u32(_mask: u32, value: u32, _src: u32) -> u32 {
+    /// # Safety
+    /// As on the device: every lane of `mask` (`src` among them) executes this same call.
+    pub unsafe fn shfl_sync_u32(_mask: u32, value: u32, _src: u32) -> u32 {
         value
     }
-    pub fn shfl_sync_u64(_mask: u32, value: u64, _src: u32) -> u64 {
+    /// # Safety
+    /// As on the device: every lane of `mask` (`src` among them) executes this same call.
+    pub unsafe fn shfl_sync_u64(_mask: u32, value: u64, _src: u32) -> u64 {
         value
     }
-    pub fn shfl_up_full_u32(value: u32, _delta: u32) -> u32 {
+    /// # Safety
+    /// As on the device: every lane of the warp executes this same call.
+    pub unsafe fn shfl_up_full_u32(value: u32, _delta: u32) -> u32 {
         value
     }
-    pub fn syncwarp(_mask: u32) {}
+    /// # Safety
+    /// As on the device: every lane of `mask` reaches this same barrier.
+    pub unsafe fn syncwarp(_mask: u32) {}
     pub fn nanosleep(_ns: u32) {
         #[cfg(loom)]
         loom::thread::yield_now();
@@ -363,9 +414,14 @@ mod imp {
         }
         SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
     }
-    pub fn sync_threads() {}
+    /// # Safety
+    /// As on the device: every thread of the block reaches this same barrier.
+    pub unsafe fn sync_threads() {}
     /// A host "block" is one thread: the broadcast is the thread's own value.
-    pub fn cta_broadcast4(v: [u64; 4], _src: bool) -> [u64; 4] {
+    ///
+    /// # Safety
+    /// As on the device: every thread of the block executes this same call.
+    pub unsafe fn cta_broadcast4(v: [u64; 4], _src: bool) -> [u64; 4] {
         v
     }
     pub fn trap() -> ! {

@@ -621,7 +621,8 @@ pub struct Blocks<'a> {
 }
 
 impl<'a> Blocks<'a> {
-    /// The blocks over the segments `segs`.
+    /// The blocks over the segments `segs`. Safe: a `Segments` view comes from a heap
+    /// (`DeviceHeap::segments`) or from the unsafe `Segments::new`, whose caller vouched for it.
     #[inline(always)]
     pub fn new(segs: Segments<'a>) -> Self {
         Self { segs }
@@ -1562,8 +1563,13 @@ impl<'a> Blocks<'a> {
     /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
     /// out (a pending segment, one formatted ahead for waiting claimers that nobody used, or
     /// one whose last reclaim gave up). For `trim`, the sweep, pending marks and the
-    /// take-back of booted segments (`take_back_after`, `take_back_all_booted`).
+    /// take-back of booted segments (`take_back_after`, `take_back_all_booted`). Nothing for
+    /// `seg` past the heap's segments (the device reads no bounds: a word past an array is
+    /// another array's).
     pub fn trim_segment(&self, seg: u32) {
+        if seg >= self.segs.count() {
+            return;
+        }
         // Relaxed: a hint; try_reclaim decides under its flag.
         if let SegKind::Group(_) = seg_kind(self.segs.seg_table(seg).load_relaxed()) {
             // Relaxed: as above.

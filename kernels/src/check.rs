@@ -29,9 +29,21 @@ pub struct HandOut<'a> {
 
 impl<'a> HandOut<'a> {
     /// The bitmap of the heap whose segment memory starts at `mem` and whose metadata starts
-    /// with `layout` (which must have the bitmap: `layout.checks != 0`).
+    /// with `layout`. [`crate::DeviceHeap::hand_out`] builds it safely.
+    ///
+    /// ```compile_fail,E0133
+    /// // Every method writes relative to the layout's address: a stack value is no heap.
+    /// let layout = veballoc_kernels::HeapLayout::new(4, 1, true);
+    /// let bits = veballoc_kernels::check::HandOut::new(0, &layout);
+    /// ```
+    ///
+    /// # Safety
+    /// `layout` is the header of a live heap's metadata, as the heap builds the view
+    /// (`DeviceHeap::hand_out`): the metadata follows it, with the bitmap
+    /// (`layout.checks != 0`, else `bits_off` is 0 and its words are the header's), and `mem`
+    /// is that heap's segment 0 (the conditions of [`crate::DeviceHeap::from_raw_parts`]).
     #[inline(always)]
-    pub fn new(mem: u64, layout: &'a HeapLayout) -> Self {
+    pub unsafe fn new(mem: u64, layout: &'a HeapLayout) -> Self {
         Self { mem, layout }
     }
 
@@ -60,8 +72,14 @@ impl<'a> HandOut<'a> {
 
     /// Marks `count` consecutive slices of class `c` starting at `addr` as handed out.
     /// Called by the thread that took them, before it passes the addresses on.
+    ///
+    /// # Safety
+    /// As the heap calls it: `addr` and the `count - 1` slices of class `c` after it lie in
+    /// one block of this heap's segments, taken by the caller (`take_slices`) and not yet
+    /// handed out. Nothing checks `addr`: one outside the heap writes out of the bitmap's
+    /// bounds, and marking slices that are not handed out hides their later double frees.
     #[inline(always)]
-    pub fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
+    pub unsafe fn mark_handed_out(&self, addr: u64, c: usize, count: u32) {
         let (seg, first) = self.bit_of(addr);
         // A slice's bit is its first unit's, from its own byte offset in the segment (slices of
         // an odd multiple of 8 bytes, 24 to 120, start every 1.5 to 7.5 units, so a run's later
@@ -95,17 +113,27 @@ impl<'a> HandOut<'a> {
     /// a word OR their bits together (by shuffles) and the lowest clears them all, then shares
     /// the old word. A lane owns its free if its bit was set and no lower lane of the warp
     /// frees the same slice.
+    ///
+    /// # Safety
+    /// Every lane of `peers` (this lane among them) makes this call together, converged, on
+    /// this heap, and `addr` is the start of a slice of this heap's segments.
     #[inline(always)]
-    pub(crate) fn unmark_warp(&self, peers: u32, addr: u64) -> bool {
+    pub(crate) unsafe fn unmark_warp(&self, peers: u32, addr: u64) -> bool {
         let (seg, bit) = self.bit_of(addr);
         let (word, pos) = (bit / 64, (bit % 64) as u32);
-        let group = crate::arch::match_any_sync(peers, word as u32);
-        let same_slice = crate::arch::match_any_sync(group, pos);
+        // SAFETY: every lane of `peers` makes this call (the caller's contract); `group` and
+        // `same_slice` are subsets of it, each of whose lanes runs the same code (the loop is
+        // over `group`, the same in each of its lanes).
+        let (group, same_slice) = unsafe {
+            let group = crate::arch::match_any_sync(peers, word as u32);
+            (group, crate::arch::match_any_sync(group, pos))
+        };
         let first = same_slice & crate::arch::lanemask_lt() == 0;
         let mut mask = 0u64;
         let mut m = group;
         while m != 0 {
-            mask |= 1u64 << crate::arch::shfl_sync_u32(group, pos, m.trailing_zeros());
+            // SAFETY: as above.
+            mask |= 1u64 << unsafe { crate::arch::shfl_sync_u32(group, pos, m.trailing_zeros()) };
             m &= m - 1;
         }
         let leader = group.trailing_zeros();
@@ -115,7 +143,8 @@ impl<'a> HandOut<'a> {
             // the release add of the free count that follows it.
             old = self.bit_word(seg, word).fetch_and_relaxed(!mask);
         }
-        let old = crate::arch::shfl_sync_u64(group, old, leader);
+        // SAFETY: as above (the leader's branch rejoins here).
+        let old = unsafe { crate::arch::shfl_sync_u64(group, old, leader) };
         first && old & (1u64 << pos) != 0
     }
 

@@ -167,13 +167,16 @@ impl CpuHeap {
             while served < pending.len() && before + units[served] <= got {
                 let p = base + before as u64 * unit;
                 if self.heap.checking() {
-                    self.heap.hand_out().mark_handed_out(p, c, 1);
+                    // SAFETY: p is the first unit of this request's run of the take above.
+                    unsafe { self.heap.hand_out().mark_handed_out(p, c, 1) };
                 }
                 out[pending[served]] = p as *mut u8;
                 before += units[served];
                 served += 1;
             }
-            self.heap.settle_packed(base, c, got, served as u32);
+            // SAFETY: base/got are the take above (class c's packed row), settled once, and
+            // the served requests' runs lie within it.
+            unsafe { self.heap.settle_packed(base, c, got, served as u32) };
             pending.drain(..served);
         }
         out

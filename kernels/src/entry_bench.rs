@@ -61,7 +61,8 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_packed(
 /// `ptrs[i] = malloc_warp(size)` for i < n (collective: one size per launch).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc_warp(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64) {
-    // SAFETY: the host passes an array of n pointers.
+    // SAFETY: the host passes an array of n pointers; the threads below n of each warp reach
+    // malloc_warp together (one branch, in store_per_thread), on the kernel's one heap.
     unsafe { store_per_thread(ptrs, n, |_| heap.malloc_warp(size)) }
 }
 
@@ -74,7 +75,8 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_warp_sizes(
     size: u64,
     sizes: *const u32,
 ) {
-    // SAFETY: the host passes arrays of n elements.
+    // SAFETY: the host passes arrays of n elements; the threads below n of each warp reach
+    // malloc_warp together (one branch, in store_per_thread), on the kernel's one heap.
     unsafe { store_per_thread(ptrs, n, |i| heap.malloc_warp(size_of_thread(size, sizes, i))) }
 }
 
@@ -103,13 +105,16 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_cta_sizes(
 /// Every thread of the grid calls `malloc_block`; those below n keep their pointer.
 ///
 /// # Safety
-/// `ptrs` (and `sizes`, unless null) must hold n elements.
+/// `ptrs` (and `sizes`, unless null) must hold n elements; every thread of each 1-D block of
+/// the launch calls it (as the host launches these kernels).
 #[inline(always)]
 unsafe fn malloc_cta(heap: DeviceHeap, ptrs: *mut u64, n: u64, size: u64, sizes: *const u32) {
     let i = arch::global_thread_x();
     // SAFETY: only threads below n read their size.
     let mine = if i < n { unsafe { size_of_thread(size, sizes, i) } } else { size };
-    let p = heap.malloc_block(mine);
+    // SAFETY: every thread of the 1-D block calls it here (the caller's contract), on the
+    // kernel's one heap.
+    let p = unsafe { heap.malloc_block(mine) };
     if i < n {
         // SAFETY: the caller passes an array of n pointers.
         unsafe { *ptrs.add(i as usize) = p as u64 };
@@ -330,7 +335,9 @@ pub unsafe extern "ptx-kernel" fn bump_malloc(
         off = unsafe { &*(counter as *const crate::atomic::Atom64) }
             .fetch_add_relaxed(active.count_ones() as u64 * size);
     }
-    let off = arch::shfl_sync_u64(active, off, leader);
+    // SAFETY: `active` names the lanes that execute this code with this lane (activemask; the
+    // leader's branch rejoins here).
+    let off = unsafe { arch::shfl_sync_u64(active, off, leader) };
     // SAFETY: ptrs holds n entries.
     unsafe { *ptrs.add(i as usize) = base + off + rank * size };
 }
@@ -414,21 +421,26 @@ pub unsafe extern "ptx-kernel" fn floor_malloc(
     // Offset of this lane within the warp's run, and the warp's total.
     let (before, total) = if sizes.is_null() {
         // One size: lanes below this one that take part, times the size.
-        let takers = arch::ballot_sync(FULL_WARP, live);
+        // SAFETY: every lane of the warp reaches it (whole warps launched, no early return;
+        // the branch on `sizes` is the same in every lane).
+        let takers = unsafe { arch::ballot_sync(FULL_WARP, live) };
         ((takers & arch::lanemask_lt()).count_ones() as u64 * bytes, takers.count_ones() as u64 * bytes)
     } else {
         // Inclusive prefix sum of the sizes over the warp (u64 as two u32 halves).
         let mut sum = bytes;
         let mut d = 1;
         while d < 32 {
-            let lo = arch::shfl_up_full_u32(sum as u32, d);
-            let hi = arch::shfl_up_full_u32((sum >> 32) as u32, d);
+            // SAFETY: as above: every lane of the warp runs this loop.
+            let (lo, hi) = unsafe {
+                (arch::shfl_up_full_u32(sum as u32, d), arch::shfl_up_full_u32((sum >> 32) as u32, d))
+            };
             if lane >= d {
                 sum += ((hi as u64) << 32) | lo as u64;
             }
             d *= 2;
         }
-        (sum - bytes, arch::shfl_sync_u64(FULL_WARP, sum, 31))
+        // SAFETY: as above.
+        (sum - bytes, unsafe { arch::shfl_sync_u64(FULL_WARP, sum, 31) })
     };
     // SAFETY: the host passes shards * FLOOR_COUNTER_STRIDE zeroed words, shards > 0.
     let (counter, shard) = unsafe { floor_counter(counters, shards) };
@@ -437,7 +449,8 @@ pub unsafe extern "ptx-kernel" fn floor_malloc(
         // Relaxed: a pure offset counter; nothing else is published through it.
         off = counter.fetch_add_relaxed(total);
     }
-    let off = arch::shfl_sync_u64(FULL_WARP, off, 0) + before;
+    // SAFETY: every lane of the warp reaches it (whole warps, no early return).
+    let off = unsafe { arch::shfl_sync_u64(FULL_WARP, off, 0) } + before;
     if live {
         let p = if off + bytes <= region { base + shard * region + off } else { 0 };
         // SAFETY: ptrs holds n entries and i < n.
@@ -455,7 +468,8 @@ pub unsafe extern "ptx-kernel" fn floor_free(counters: *mut u64, shards: u64, pt
     let i = arch::global_thread_x();
     // SAFETY: ptrs holds n entries and i < n where read.
     let p = if i < n { unsafe { *ptrs.add(i as usize) } } else { 0 };
-    let held = arch::ballot_sync(FULL_WARP, p != 0);
+    // SAFETY: every lane of the warp reaches it (whole warps launched, as for floor_malloc).
+    let held = unsafe { arch::ballot_sync(FULL_WARP, p != 0) };
     if arch::lane_id() == 0 && held != 0 {
         // SAFETY: as in floor_malloc.
         let (counter, _) = unsafe { floor_counter(counters, shards) };
@@ -465,11 +479,15 @@ pub unsafe extern "ptx-kernel" fn floor_free(counters: *mut u64, shards: u64, pt
 }
 
 /// Sum of `v` over the full warp, in every lane.
+///
+/// # Safety
+/// Every lane of the warp makes this call together.
 #[inline(always)]
-fn warp_sum_u64(v: u64) -> u64 {
+unsafe fn warp_sum_u64(v: u64) -> u64 {
     let (lane, mut sum, mut d) = (arch::lane_id(), v, 16);
     while d > 0 {
-        sum += arch::shfl_sync_u64(FULL_WARP, sum, lane ^ d);
+        // SAFETY: every lane of the warp runs this loop (the caller's contract).
+        sum += unsafe { arch::shfl_sync_u64(FULL_WARP, sum, lane ^ d) };
         d /= 2;
     }
     sum
@@ -501,9 +519,15 @@ pub unsafe extern "ptx-kernel" fn util_fill(
             got = size;
         }
     }
-    let bytes = warp_sum_u64(got);
-    let served = arch::ballot_sync(FULL_WARP, got != 0).count_ones() as u64;
-    let nulls = arch::ballot_sync(FULL_WARP, null).count_ones() as u64;
+    // SAFETY: every lane of the warp reaches these (whole warps launched; the branch on
+    // `i < n` rejoins above).
+    let (bytes, served, nulls) = unsafe {
+        (
+            warp_sum_u64(got),
+            arch::ballot_sync(FULL_WARP, got != 0).count_ones() as u64,
+            arch::ballot_sync(FULL_WARP, null).count_ones() as u64,
+        )
+    };
     let mut counts = [0u64; util_counter::COUNT];
     (counts[util_counter::BYTES], counts[util_counter::SERVED], counts[util_counter::NULLS]) =
         (bytes, served, nulls);

@@ -302,11 +302,15 @@ impl DeviceHeap {
     }
 
     /// The segment layer: segment tree, table, blocks-out counts, runs. The layers are the
-    /// allocator's internals (public for the loom models and tools): their methods keep the
-    /// heap's invariants only when called as the heap calls them.
+    /// allocator's internals (public for the loom models and tools), safe to have because
+    /// they come from a valid heap: their methods that keep the heap's invariants only when
+    /// called as the heap calls them (give-backs, marks and maintenance by caller-given index)
+    /// are `unsafe fn`s; the takes, claims, trims and readers are safe.
     #[inline(always)]
     pub fn segments(&self) -> Segments<'_> {
-        Segments::new(self.mem, self.layout())
+        // SAFETY: the layout is this heap's metadata header and `mem` its segment 0
+        // (from_raw_parts's contract), valid while the handle is.
+        unsafe { Segments::new(self.mem, self.layout()) }
     }
 
     /// The block layer (with the segments beneath): block metadata, block trees, formatters.
@@ -326,7 +330,8 @@ impl DeviceHeap {
     #[inline(always)]
     pub fn hand_out(&self) -> HandOut<'_> {
         assert!(self.checking(), "this heap has no hand-out bitmap");
-        HandOut::new(self.mem, self.layout())
+        // SAFETY: as in `segments`, and the heap has the bitmap (checked above).
+        unsafe { HandOut::new(self.mem, self.layout()) }
     }
 
     /// Whether this heap runs the checks (compiled in and given a bitmap).
@@ -350,7 +355,8 @@ impl DeviceHeap {
     /// thread's join). On a heap in use, it would mark segments free that are handed out.
     /// `i` must be below `layout().init_words()` (the CPU model checks it).
     pub unsafe fn init_word(&self, i: u32) {
-        self.segments().init_word(i)
+        // SAFETY: the caller's contract is the segment layer's.
+        unsafe { self.segments().init_word(i) }
     }
 
     /// Counter `i` (see [`counter`]).
@@ -470,10 +476,15 @@ impl DeviceHeap {
         // first: the match that tells uniform from mixed only where a lane needs it, taken by
         // every active lane (the ballot is the same in each).
         let active = arch::activemask();
-        let c = if arch::ballot_sync(active, is_narrow_odd(c)) != 0 {
-            warp_class(c, arch::match_any_sync(active, c as u32) == active)
-        } else {
-            c
+        // SAFETY: `active` names the lanes that execute this code with this lane (activemask,
+        // no branch between), and the ballot's result is the same in each of them, so all of
+        // them reach the match too.
+        let c = unsafe {
+            if arch::ballot_sync(active, is_narrow_odd(c)) != 0 {
+                warp_class(c, arch::match_any_sync(active, c as u32) == active)
+            } else {
+                c
+            }
         };
         if is_mask_class(c) {
             self.malloc_mask_slice(c)
@@ -492,8 +503,14 @@ impl DeviceHeap {
     #[inline(always)]
     fn malloc_slice_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
         for _ in 0..WARP_ROUNDS {
-            let peers = arch::match_any_sync(arch::activemask(), c as u32);
-            if let Some(p) = self.serve_group::<PARTIAL>(c, peers) {
+            // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
+            // and all of them reach the match.
+            let peers = unsafe { arch::match_any_sync(arch::activemask(), c as u32) };
+            // SAFETY: every lane of `peers` wants class `c` (the match) and makes this call
+            // next. That they use one heap is assumed, not checked: converged lanes that call
+            // `malloc` on two different heaps would share one take (an open gap of the safe
+            // `malloc`, whose group key is the class alone).
+            if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
                 return p;
             }
         }
@@ -504,8 +521,13 @@ impl DeviceHeap {
     /// slices for all with one atomic. `Some(p)`: this lane is done (`p` null when out of
     /// memory); `None`: the run ran out before this lane's rank, try again. `PARTIAL`: `c` is
     /// a mask class, whose takes look at its partly live blocks first (see `take_group`).
+    ///
+    /// # Safety
+    /// Every lane of `peers` (this lane among them) makes this call together, converged,
+    /// with class `c` and a handle of this heap: the leader takes slices for all of them,
+    /// sized by its `c`, and the others compute their addresses from what it shares.
     #[inline(always)]
-    fn serve_group<const PARTIAL: bool>(&self, c: usize, peers: u32) -> Option<*mut u8> {
+    unsafe fn serve_group<const PARTIAL: bool>(&self, c: usize, peers: u32) -> Option<*mut u8> {
         let leader = peers.trailing_zeros();
         let rank = (peers & arch::lanemask_lt()).count_ones();
         // `got`, `got2` and the class served, which one shuffle carries (see `GOT2_BITS`); the
@@ -524,8 +546,10 @@ impl DeviceHeap {
                 }
             }
         }
-        let base = arch::shfl_sync_u64(peers, base, leader);
-        let word = arch::shfl_sync_u32(peers, word, leader);
+        // SAFETY: every lane of `peers`, the leader among them, makes this call (the
+        // caller's contract), and the leader's branch above rejoins here.
+        let (base, word) =
+            unsafe { (arch::shfl_sync_u64(peers, base, leader), arch::shfl_sync_u32(peers, word, leader)) };
         let served = (word >> (GOT_BITS + GOT2_BITS)) as usize;
         let got2 = (word >> GOT_BITS) & ((1 << GOT2_BITS) - 1);
         let shift = group_block_shift(group_of(served));
@@ -537,7 +561,8 @@ impl DeviceHeap {
         };
         // Orders the leader's acquire take before the peers' use of their slices: shuffles
         // order no memory, bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync).
-        arch::syncwarp(peers);
+        // SAFETY: every lane of `peers` reaches it (no branch since the shuffles).
+        unsafe { arch::syncwarp(peers) };
         if t.total() == 0 {
             Some(core::ptr::null_mut())
         } else if rank < t.total() {
@@ -569,9 +594,13 @@ impl DeviceHeap {
     #[inline(always)]
     fn mark_taken(&self, taken: Option<Taken>, c: usize) -> Option<Taken> {
         if let (Some(t), true) = (taken, self.checking()) {
-            self.hand_out().mark_handed_out(t.base, c, t.got);
-            if t.got2 > 0 {
-                self.hand_out().mark_handed_out(t.base2, c, t.got2);
+            // SAFETY: `taken` is a take of class `c` from this heap (the callers pass their
+            // take's result), its two pieces not yet handed out.
+            unsafe {
+                self.hand_out().mark_handed_out(t.base, c, t.got);
+                if t.got2 > 0 {
+                    self.hand_out().mark_handed_out(t.base2, c, t.got2);
+                }
             }
         }
         taken
@@ -619,59 +648,103 @@ impl DeviceHeap {
     }
 
     /// Collective `malloc` for a warp whose active lanes ask for sizes of one class (the same
-    /// size, typically): one atomic for the warp, and the lanes' slices are adjacent. Safe for
-    /// any sizes: when the lanes' classes differ it checks that (a shuffle and a vote) and
-    /// serves them as `malloc` does. [`DeviceHeap::malloc_warp_unchecked`] skips the check.
+    /// size, typically): one atomic for the warp, and the lanes' slices are adjacent. Any
+    /// sizes are served: when the lanes' classes differ it checks that (a shuffle and a vote)
+    /// and serves them as `malloc` does. [`DeviceHeap::malloc_warp_unchecked`] skips the check.
     ///
     /// ```ignore
-    /// let buf = heap.malloc_warp(256); // every active lane: 256 bytes, adjacent slices
+    /// // SAFETY: every lane of the warp reaches this line together (warp-uniform code), on
+    /// // this one heap.
+    /// let buf = unsafe { heap.malloc_warp(256) }; // every lane: 256 bytes, adjacent slices
     /// ```
+    ///
+    /// A collective, so an `unsafe fn`, as CUDA's warp intrinsics are in Rust:
+    ///
+    /// ```compile_fail,E0133
+    /// fn per_lane(heap: veballoc_kernels::DeviceHeap) -> *mut u8 {
+    ///     heap.malloc_warp(64) // error: call to unsafe function
+    /// }
+    /// ```
+    ///
+    /// # Safety
+    /// The lanes of the warp that are active when it is called ([`arch::activemask`]) make this
+    /// one call together, converged, and stay so to its end: call it from code that those
+    /// lanes reach together (every lane of the warp, or lanes that took one branch together),
+    /// never where lanes of other calls of it (or of `malloc_warp_unchecked`) may reconverge
+    /// with them inside it, such as both arms of a divergent `if` when it is not inlined. The
+    /// lanes check that their classes agree once, then one lane takes slices for every lane
+    /// active at each round: a lane of another call that joined could get a slice of another
+    /// class (smaller than asked, or overlapping another lane's), and a lane that left would
+    /// hang the shuffles. Every lane calls it on a handle of the same heap (the others compute
+    /// their addresses from the one lane's take).
     #[inline]
-    pub fn malloc_warp(&self, size: u64) -> *mut u8 {
+    pub unsafe fn malloc_warp(&self, size: u64) -> *mut u8 {
         if !takes_slice(size) {
             return self.malloc(size);
         }
         let c = slice_class(size);
         let active = arch::activemask();
-        let leaders = arch::shfl_sync_u32(active, c as u32, active.trailing_zeros());
-        if arch::ballot_sync(active, c as u32 == leaders) != active {
+        // SAFETY: `active` names the lanes that execute this call with this lane, which stay
+        // converged through it (the caller's contract); no branch between the two.
+        let agree = unsafe {
+            let leaders = arch::shfl_sync_u32(active, c as u32, active.trailing_zeros());
+            arch::ballot_sync(active, c as u32 == leaders) == active
+        };
+        if !agree {
             return self.malloc_slice(c);
         }
-        // SAFETY: every active lane's class equals the lowest active lane's (checked above).
+        // SAFETY: every active lane's class equals the lowest active lane's (checked above),
+        // and the active lanes stay the same through the call (the caller's contract).
         unsafe { self.malloc_warp_unchecked(size) }
     }
 
     /// `malloc_warp` without the check that the lanes' classes agree.
     ///
     /// # Safety
-    /// Every active lane that asks for a slice (`takes_slice`) must ask for a size of the same
-    /// slice class as every other such lane (the same size suffices). Otherwise a lane can get a
-    /// slice smaller than it asked for, or one that overlaps another lane's.
+    /// As for [`DeviceHeap::malloc_warp`] (the active lanes make this one call together,
+    /// converged to its end, on one heap), and every active lane that asks for a slice
+    /// (`takes_slice`) must ask for a size of the same slice class as every other such lane
+    /// (the same size suffices). Otherwise a lane can get a slice smaller than it asked for,
+    /// or one that overlaps another lane's.
     #[inline]
     pub unsafe fn malloc_warp_unchecked(&self, size: u64) -> *mut u8 {
         if !takes_slice(size) {
             return self.malloc(size);
         }
         let c = slice_class(size);
-        if is_mask_class(c) {
-            self.malloc_mask_warp(c)
-        } else {
-            self.malloc_warp_in::<false>(c)
+        // SAFETY: every active lane asks for class `c` and stays in this call (the caller's
+        // contract); the branch is the same in every lane (it depends on `c` only).
+        unsafe {
+            if is_mask_class(c) {
+                self.malloc_mask_warp(c)
+            } else {
+                self.malloc_warp_in::<false>(c)
+            }
         }
     }
 
     /// `malloc_warp_unchecked` of a mask class (out of line, as `malloc_mask_slice`).
+    ///
+    /// # Safety
+    /// As for `malloc_warp_in`.
     #[inline(never)]
-    fn malloc_mask_warp(self, c: usize) -> *mut u8 {
-        self.malloc_warp_in::<true>(c)
+    unsafe fn malloc_mask_warp(self, c: usize) -> *mut u8 {
+        // SAFETY: the caller's contract is malloc_warp_in's.
+        unsafe { self.malloc_warp_in::<true>(c) }
     }
 
     /// `malloc_warp_unchecked`'s loop: every active lane in one group; `PARTIAL` as in
     /// `serve_group`.
+    ///
+    /// # Safety
+    /// Every lane active at each round wants class `c` of this heap and makes this call with
+    /// this lane (the contract of `malloc_warp_unchecked`).
     #[inline(always)]
-    fn malloc_warp_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
+    unsafe fn malloc_warp_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
         for _ in 0..WARP_ROUNDS {
-            if let Some(p) = self.serve_group::<PARTIAL>(c, arch::activemask()) {
+            // SAFETY: every active lane makes this call with class `c` on this heap (the
+            // caller's contract): they are `serve_group`'s peers.
+            if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, arch::activemask()) } {
                 return p;
             }
         }
@@ -681,15 +754,27 @@ impl DeviceHeap {
     /// Collective `malloc` for a whole (1-D) thread block: thread 0 takes slices for every
     /// thread with one atomic on its slot's run (another take when that run runs out midway;
     /// at most `CTA_RUNS` pieces) and shares them through shared memory, so that thread `t`
-    /// gets slice `t` of the pieces and neighbours' buffers are adjacent within a heap block. Every thread of the block must call it (it holds barriers). Sizes may differ:
-    /// a thread whose request needs a larger slice than thread 0's gives its slice back and
-    /// allocates on its own, so the fast path is for blocks that ask for one size.
+    /// gets slice `t` of the pieces and neighbours' buffers are adjacent within a heap block.
+    /// Sizes may differ: a thread whose request needs a larger slice than thread 0's gives its
+    /// slice back and allocates on its own, so the fast path is for blocks that ask for one
+    /// size.
     ///
     /// ```ignore
-    /// let row = heap.malloc_block(64 * 4); // one 256-byte row per thread of the block
+    /// // SAFETY: every thread of this 1-D block reaches this line, on this one heap.
+    /// let row = unsafe { heap.malloc_block(64 * 4) }; // one 256-byte row per thread
     /// ```
+    ///
+    /// # Safety
+    /// Every thread of the thread block makes this call together, as it would call
+    /// `__syncthreads` (it holds two block barriers, `bar.sync 0`): none has exited or waits at
+    /// another barrier, and it is not called from code that only some threads reach. The block
+    /// is one-dimensional (`blockDim.y == blockDim.z == 1`): thread 0 takes
+    /// `block_dim_x()` slices and thread `thread_idx_x()` gets slice `thread_idx_x()`, so
+    /// threads of a 2-D or 3-D block would share slices. Every thread calls it on a handle of
+    /// the same heap (thread 0's take is shared with all). The leftover threads then call
+    /// [`DeviceHeap::malloc_warp`] together, whose contract this one's implies.
     #[inline]
-    pub fn malloc_block(&self, size: u64) -> *mut u8 {
+    pub unsafe fn malloc_block(&self, size: u64) -> *mut u8 {
         let fits = takes_slice(size);
         let c = if fits { slice_class(size) } else { NUM_CLASSES };
         let t = arch::thread_idx_x();
@@ -710,11 +795,15 @@ impl DeviceHeap {
                         // No room for a third piece: it goes back, as if freed.
                         let (seg, local) = self.block_of(b, c);
                         let first = self.slice_in_block(b, c);
-                        self.slots().release_slices(seg, local, c, first, g);
+                        // SAFETY: slices first..first + g of that block were taken just above
+                        // and not handed to any thread: given back once.
+                        unsafe { self.slots().release_slices(seg, local, c, first, g) };
                         continue;
                     }
                     if self.checking() {
-                        self.hand_out().mark_handed_out(b, c, g);
+                        // SAFETY: b and the g slices after it (class c) were taken from this
+                        // heap just above.
+                        unsafe { self.hand_out().mark_handed_out(b, c, g) };
                     }
                     (runs[2 * k], runs[2 * k + 1]) = (b, g as u64);
                     need -= g;
@@ -723,7 +812,9 @@ impl DeviceHeap {
             }
             runs[2 * CTA_RUNS - 1] |= (c as u64 + 1) << 32;
         }
-        let [b0, g0, b1, w3] = arch::cta_broadcast4(runs, t == 0);
+        // SAFETY: every thread of the block makes this call (the caller's contract), and
+        // exactly one, thread 0, is the source; no branch is open here.
+        let [b0, g0, b1, w3] = unsafe { arch::cta_broadcast4(runs, t == 0) };
         let (g1, run_class) = (w3 & u32::MAX as u64, (w3 >> 32) as usize);
         let t = t as u64;
         let mine = if t < g0 {
@@ -747,7 +838,10 @@ impl DeviceHeap {
                 self.malloc(size)
             }
             // The runs fell short (contention or out of memory): the rest go per warp.
-            None => self.malloc_warp(size),
+            // SAFETY: the threads left over are a suffix of the block (t >= g0 + g1), so
+            // those of one warp reach this one call together from the same branch, on the
+            // same heap (the caller's contract), and stay in it.
+            None => unsafe { self.malloc_warp(size) },
         }
     }
 
@@ -763,6 +857,9 @@ impl DeviceHeap {
     /// ```ignore
     /// let node = heap.malloc_packed(16 + 8 * degree as u64); // sizes differ per lane
     /// ```
+    ///
+    /// Not a collective that every lane must reach: as `malloc`, each round groups the lanes
+    /// that are active at it (`activemask`), so a lane that calls it alone is served alone.
     #[inline]
     pub fn malloc_packed(&self, size: u64) -> *mut u8 {
         if size == 0 || size > PACKED_MAX_BYTES {
@@ -771,7 +868,12 @@ impl DeviceHeap {
         let units16 = size.div_ceil(PACKED_UNIT) as u32;
         for _ in 0..WARP_ROUNDS {
             let active = arch::activemask();
-            let (mut before, mut total) = warp_exclusive_sum(active, units16);
+            // SAFETY (of the collectives of this round): `active` names the lanes that execute
+            // this round with this lane (activemask), and every one of them reaches each
+            // collective below: the branches between rejoin before them (the `band > 0` test
+            // is the same in each lane, as `total` is). That they use one heap is assumed, not
+            // checked, as in `malloc_slice_in`.
+            let (mut before, mut total) = unsafe { warp_exclusive_sum(active, units16) };
             // The unit is the same for the whole warp (it depends on the warp's total only).
             let band = packed_band(total);
             let c = PACKED_CLASSES[band];
@@ -779,7 +881,8 @@ impl DeviceHeap {
             let unit_shift = slice_bytes(c).trailing_zeros();
             let units = ((size + slice_bytes(c) - 1) >> unit_shift) as u32;
             if band > 0 {
-                (before, total) = warp_exclusive_sum(active, units);
+                // SAFETY: see the round's first collective.
+                (before, total) = unsafe { warp_exclusive_sum(active, units) };
             }
             let leader = active.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
@@ -791,24 +894,31 @@ impl DeviceHeap {
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
                 }
             }
-            let base = arch::shfl_sync_u64(active, base, leader);
-            let got = arch::shfl_sync_u32(active, got, leader);
+            // SAFETY: see the round's first collective (the leader's branch rejoins here).
+            let (base, got) = unsafe {
+                (arch::shfl_sync_u64(active, base, leader), arch::shfl_sync_u32(active, got, leader))
+            };
             // Orders the leader's acquire take before the lanes' use of their runs (as in
             // serve_group).
-            arch::syncwarp(active);
+            // SAFETY: see the round's first collective.
+            unsafe { arch::syncwarp(active) };
             if got == 0 {
                 return core::ptr::null_mut();
             }
             // Lanes whose whole run fits: a prefix in lane order.
             let served = before + units <= got;
-            let served_lanes = arch::ballot_sync(active, served);
+            // SAFETY: see the round's first collective (`got == 0` is the same in each lane).
+            let served_lanes = unsafe { arch::ballot_sync(active, served) };
             if arch::lane_id() == leader {
-                self.settle_packed(base, c, got, served_lanes.count_ones());
+                // SAFETY: base/got are the leader's take above (of class c's packed row), and
+                // the served lanes' runs lie within it.
+                unsafe { self.settle_packed(base, c, got, served_lanes.count_ones()) };
             }
             if served {
                 let p = base + before as u64 * slice_bytes(c);
                 if self.checking() {
-                    self.hand_out().mark_handed_out(p, c, 1);
+                    // SAFETY: p is the first unit of this lane's run of the take above.
+                    unsafe { self.hand_out().mark_handed_out(p, c, 1) };
                 }
                 return p as usize as *mut u8;
             }
@@ -819,13 +929,19 @@ impl DeviceHeap {
     /// The packed leader's second step: of the `got` units (of class `c`) taken at `base`,
     /// `served` objects were handed out. Each will give back one unit when freed; everything
     /// else (their extra units, and the tail no lane could use) goes back now.
+    ///
+    /// # Safety
+    /// `base` and `got` are one take of this heap's packed row of class `c`
+    /// (`take_in_row`), settled once, and `served <= got` objects of it were handed out.
     #[inline(always)]
-    pub(crate) fn settle_packed(&self, base: u64, c: usize, got: u32, served: u32) {
+    pub(crate) unsafe fn settle_packed(&self, base: u64, c: usize, got: u32, served: u32) {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
             // Packed classes count their frees (no mask): the first slice does not matter.
-            self.slots().release_slices(seg, local, c, 0, credit);
+            // SAFETY: the caller's contract: `credit` units of that block were taken and are
+            // handed to no one.
+            unsafe { self.slots().release_slices(seg, local, c, 0, credit) };
         }
     }
 
@@ -1077,13 +1193,21 @@ impl DeviceHeap {
         // The block, and whether its class keeps a mask: lanes whose copies disagree on that
         // (a racing stale free) are not peers, so every peer takes the same path below.
         let key = (seg * MAX_BLOCKS_PER_SEGMENT + local) << 1 | masked as u32;
-        let peers = arch::match_any_sync(arch::activemask(), key);
-        let owned = !self.checking() || self.hand_out().unmark_warp(peers, addr);
-        let owned_lanes = arch::ballot_sync(peers, owned);
+        // SAFETY: the mask is activemask's, the lanes that execute this code with this lane;
+        // `peers`, those that free slices of this block, all run every collective below (the
+        // branches on `self.checking()` and `masked` are the same in each of them, `masked`
+        // being part of the key).
+        let peers = unsafe { arch::match_any_sync(arch::activemask(), key) };
+        // SAFETY: as above; `addr` is a slice of this heap (free's contract).
+        let owned = !self.checking() || unsafe { self.hand_out().unmark_warp(peers, addr) };
+        // SAFETY: as above.
+        let owned_lanes = unsafe { arch::ballot_sync(peers, owned) };
         let bits = if masked {
             let mine = if owned { 1u64 << index } else { 0 };
-            let lo = arch::reduce_or_sync(peers, mine as u32);
-            let hi = arch::reduce_or_sync(peers, (mine >> 32) as u32);
+            // SAFETY: as above.
+            let (lo, hi) = unsafe {
+                (arch::reduce_or_sync(peers, mine as u32), arch::reduce_or_sync(peers, (mine >> 32) as u32))
+            };
             (hi as u64) << 32 | lo as u64
         } else {
             0
@@ -1092,7 +1216,8 @@ impl DeviceHeap {
         // (and so before the block's recycler): match.any, vote and redux order no memory,
         // bar.warp.sync does among its lanes (PTX ISA, bar.warp.sync), and the release is
         // cumulative over what the leader has observed.
-        arch::syncwarp(peers);
+        // SAFETY: as above.
+        unsafe { arch::syncwarp(peers) };
         if arch::lane_id() == peers.trailing_zeros() {
             let bad = (peers & !owned_lanes).count_ones();
             if bad > 0 {
@@ -1101,11 +1226,14 @@ impl DeviceHeap {
             if masked {
                 if bits != 0 {
                     let mask = self.blocks().free_mask_in(self.num_segments as u32, seg, local);
-                    self.slots().release_bits(mask, seg, local, c, bits);
+                    // SAFETY: `bits` are the slices of this block that the peers free and own
+                    // (free's contract; with the checks, only those whose bit was set), once.
+                    unsafe { self.slots().release_bits(mask, seg, local, c, bits) };
                 }
             } else if owned_lanes != 0 {
                 let meta = self.blocks().block_meta_in(self.num_segments as u32, seg, local);
-                self.slots().release_slices_of(meta, seg, local, c, owned_lanes.count_ones());
+                // SAFETY: as above, for the owning lanes' slices of this counting block.
+                unsafe { self.slots().release_slices_of(meta, seg, local, c, owned_lanes.count_ones()) };
             }
         }
     }
@@ -1258,7 +1386,8 @@ impl DeviceHeap {
     /// heap, are given back once, and are not used (by the host pool or its users) after this
     /// call: the next malloc may hand them out. Nothing checks it.
     pub unsafe fn release_host(&self, s: u32, k: u32) {
-        self.segments().release_host(s, k)
+        // SAFETY: the caller's contract is the segment layer's.
+        unsafe { self.segments().release_host(s, k) }
     }
 
     /// Takes free segments out of the segment tree for the host to return their memory (see
@@ -1274,7 +1403,8 @@ impl DeviceHeap {
     /// its memory is mapped (readable and writable) again: the next malloc may hand it out.
     /// Nothing checks it.
     pub unsafe fn reacquire_segment(&self, seg: u32) {
-        self.segments().reacquire_segment(seg)
+        // SAFETY: the caller's contract is the segment layer's.
+        unsafe { self.segments().reacquire_segment(seg) }
     }
 
     /// The boot of a new heap (`veballoc_boot`, the groups in order; the host's `Heap::boot`,
@@ -1353,27 +1483,33 @@ impl DeviceHeap {
 /// This lane's exclusive prefix sum of `x` over the lanes of `active` (in lane order), and
 /// their total. A full warp scans in 5 shuffle steps; a partial one takes one shuffle per
 /// active lane.
+///
+/// # Safety
+/// Every lane of `active` (this lane among them) makes this call together, converged.
 #[inline(always)]
-fn warp_exclusive_sum(active: u32, x: u32) -> (u32, u32) {
+unsafe fn warp_exclusive_sum(active: u32, x: u32) -> (u32, u32) {
     let me = arch::lane_id();
     if active == u32::MAX {
         let mut incl = x;
         let mut d = 1;
         while d < arch::WARP_SIZE {
-            let v = arch::shfl_up_full_u32(incl, d);
+            // SAFETY: `active` is the full warp, and every lane of it makes this call.
+            let v = unsafe { arch::shfl_up_full_u32(incl, d) };
             if me >= d {
                 incl += v;
             }
             d *= 2;
         }
-        let total = arch::shfl_sync_u32(active, incl, arch::WARP_SIZE - 1);
+        // SAFETY: as above.
+        let total = unsafe { arch::shfl_sync_u32(active, incl, arch::WARP_SIZE - 1) };
         return (incl - x, total);
     }
     let (mut before, mut total) = (0u32, 0u32);
     let mut m = active;
     while m != 0 {
         let j = m.trailing_zeros();
-        let v = arch::shfl_sync_u32(active, x, j);
+        // SAFETY: every lane of `active` makes this call and runs the same loop (over `active`).
+        let v = unsafe { arch::shfl_sync_u32(active, x, j) };
         if j < me {
             before += v;
         }

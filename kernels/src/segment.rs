@@ -78,9 +78,23 @@ pub struct Segments<'a> {
 
 impl<'a> Segments<'a> {
     /// The segments of the heap whose segment memory starts at `mem` and whose metadata starts
-    /// with `layout`.
+    /// with `layout`. [`crate::DeviceHeap::segments`] builds it safely.
+    ///
+    /// ```compile_fail,E0133
+    /// // Every method reads and writes relative to the layout's address: a stack value is no
+    /// // heap's metadata.
+    /// let layout = veballoc_kernels::HeapLayout::new(4, 1, false);
+    /// let segs = veballoc_kernels::segment::Segments::new(0, &layout);
+    /// ```
+    ///
+    /// # Safety
+    /// `layout` is the header of a live heap's metadata, as the heap builds the view
+    /// (`DeviceHeap::segments`): the rest of that metadata follows it, and `mem` is that
+    /// heap's segment 0 (the conditions of [`crate::DeviceHeap::from_raw_parts`]), for as long
+    /// as the view or anything built on it (`Blocks`, `Slots`) is used. The view's methods
+    /// write the metadata at offsets the layout gives and hand out segment memory.
     #[inline(always)]
-    pub fn new(mem: u64, layout: &'a HeapLayout) -> Self {
+    pub unsafe fn new(mem: u64, layout: &'a HeapLayout) -> Self {
         Self { mem, layout }
     }
 
@@ -104,7 +118,11 @@ impl<'a> Segments<'a> {
 
     /// Writes init word `i` (0 .. layout.init_words()) of a zeroed metadata buffer: the init
     /// kernel runs one thread per word; the host twin loops.
-    pub fn init_word(&self, i: u32) {
+    ///
+    /// # Safety
+    /// As for [`crate::DeviceHeap::init_word`]: the heap is being initialised, and no other
+    /// method of it runs until every init word is written and published.
+    pub unsafe fn init_word(&self, i: u32) {
         let l = &self.layout().seg_tree;
         let (level, w) = word_position(l, i);
         // SAFETY: i < total_words of the segment tree.
@@ -153,7 +171,8 @@ impl<'a> Segments<'a> {
     }
 
     /// Claims `k` contiguous segments for the host-side pool; returns the first. Their
-    /// entries say `HOST`, so that device `free` of a pointer into them is refused.
+    /// entries say `HOST`, so that device `free` of a pointer into them is refused. Safe: a
+    /// claim takes only free segments (the tree decides between racers).
     pub fn claim_host(&self, k: u64) -> Option<u32> {
         let s = self.seg_tree().claim_run(k)? as u32;
         for t in 0..k as u32 {
@@ -164,7 +183,11 @@ impl<'a> Segments<'a> {
     }
 
     /// Returns `k` host-owned segments from `s` to the segment tree.
-    pub fn release_host(&self, s: u32, k: u32) {
+    ///
+    /// # Safety
+    /// As for [`crate::DeviceHeap::release_host`]: segments `s .. s + k` were claimed by
+    /// `claim_host` of this heap, are given back once, and are not used after.
+    pub unsafe fn release_host(&self, s: u32, k: u32) {
         for t in 0..k {
             // Relaxed: the release inserts below publish the cleared entries.
             self.seg_table(s + t).store_relaxed(0);
@@ -196,7 +219,12 @@ impl<'a> Segments<'a> {
     }
 
     /// Returns released segment `seg` (its memory mapped again) to the segment tree.
-    pub fn reacquire_segment(&self, seg: u32) {
+    ///
+    /// # Safety
+    /// As for [`crate::DeviceHeap::reacquire_segment`]: `seg` was taken out by
+    /// `release_free_segments` of this heap, is given back once, and its memory is mapped
+    /// again.
+    pub unsafe fn reacquire_segment(&self, seg: u32) {
         // Relaxed: the release insert below publishes it.
         self.seg_table(seg).store_relaxed(0);
         self.seg_tree().insert(seg as u64);

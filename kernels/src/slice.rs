@@ -230,7 +230,8 @@ pub struct Slots<'a> {
 }
 
 impl<'a> Slots<'a> {
-    /// The slots over the blocks `blocks`.
+    /// The slots over the blocks `blocks`. Safe: a `Blocks` view comes from a heap
+    /// (`DeviceHeap::blocks`) or from the unsafe `Segments::new`, whose caller vouched for it.
     #[inline(always)]
     pub fn new(blocks: Blocks<'a>) -> Self {
         Self { blocks }
@@ -511,7 +512,9 @@ impl<'a> Slots<'a> {
         let (mut past, mut b) = (got - got1 - got2, local + j + 2);
         while past > 0 {
             let k = past.min(per);
-            self.release_slices(seg, b, c, 0, k);
+            // SAFETY: these k slices of the run's block b (class c) are part of our take and
+            // are handed to no one (the caller gets the first two pieces only).
+            unsafe { self.release_slices(seg, b, c, 0, k) };
             (past, b) = (past - k, b + 1);
         }
         let block_addr = |i: u32| first_block + ((i as u64) << group_block_shift(g));
@@ -610,8 +613,13 @@ impl<'a> Slots<'a> {
     /// empty and no taker has asked it for slices yet: for the boot (`DeviceHeap::boot_slot`),
     /// so that a new heap's first requests of the class take one atomic instead of waiting for
     /// an install. True when it installed one. Safe while others take: a taker that adds to
-    /// the empty slot first makes our CAS fail, and the block goes back to its tree.
+    /// the empty slot first makes our CAS fail, and the block goes back to its tree. A slot
+    /// the row does not use (`shard` at or past its `row_shards`) gets nothing: its index
+    /// would name another row's slot.
     pub fn preinstall(&self, row: usize, shard: u32) -> bool {
+        if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
+            return false;
+        }
         let slot = self.current(row, shard);
         // Relaxed: a hint; the CAS below decides.
         if slot.load_relaxed() != 0 {
@@ -676,7 +684,9 @@ impl<'a> Slots<'a> {
         for j in 0..blocks {
             let passed = run_block_handed(handed, j, per_block);
             if passed < per_block {
-                self.release_slices(seg, local + j, c, passed, per_block - passed);
+                // SAFETY: the slot's run was retired (our swap or CAS), so no taker gets the
+                // slices of block j past `passed`: they were never handed out.
+                unsafe { self.release_slices(seg, local + j, c, passed, per_block - passed) };
             }
         }
     }
@@ -714,19 +724,32 @@ impl<'a> Slots<'a> {
     /// Gives back the `k` slices from slice `first` of block `local` of segment `seg` (of
     /// class `c`); the giver that completes the block recycles it. A block of a mask class
     /// gets their bits, any other block its free count (`first` unused).
+    ///
+    /// # Safety
+    /// As the heap calls it: block `local` of segment `seg` serves class `c`, and slices
+    /// `first .. first + k` of it (`k` of them for a class that counts its frees) were taken
+    /// from it and are handed to no one (never handed out, or freed by their owner), each
+    /// given back once. Nothing checks it: slices given back that are live, or twice, are
+    /// handed out again while in use, and the block is recycled under its live slices.
     #[inline(never)]
-    pub fn release_slices(&self, seg: u32, local: u32, c: usize, first: u32, k: u32) {
-        if is_mask_class(c) {
-            self.release_bits(self.blocks.free_mask(seg, local), seg, local, c, mask_range(first, k));
-        } else {
-            self.release_slices_of(self.blocks.block_meta(seg, local), seg, local, c, k);
+    pub unsafe fn release_slices(&self, seg: u32, local: u32, c: usize, first: u32, k: u32) {
+        // SAFETY: the caller's contract is the callees' (with the block's own words).
+        unsafe {
+            if is_mask_class(c) {
+                self.release_bits(self.blocks.free_mask(seg, local), seg, local, c, mask_range(first, k));
+            } else {
+                self.release_slices_of(self.blocks.block_meta(seg, local), seg, local, c, k);
+            }
         }
     }
 
     /// `release_slices` of `k` slices of a block of a class that counts its frees (not a mask
     /// class), where the caller has the block's metadata (`free`, found with no header load).
+    ///
+    /// # Safety
+    /// As for `release_slices`, and `meta` is block `local` of segment `seg`'s metadata.
     #[inline(always)]
-    pub fn release_slices_of(&self, meta: &BlockMeta, seg: u32, local: u32, c: usize, k: u32) {
+    pub unsafe fn release_slices_of(&self, meta: &BlockMeta, seg: u32, local: u32, c: usize, k: u32) {
         debug_assert!(!is_mask_class(c));
         if meta.give_back(k, slices_per_block(c)) {
             self.recycle(seg, local, group_of(c));
@@ -735,8 +758,12 @@ impl<'a> Slots<'a> {
 
     /// `release_slices` of the slices `bits` of a block of mask class `c`, whose free mask the
     /// caller has (`free`, found with no header load).
+    ///
+    /// # Safety
+    /// As for `release_slices` (the slices are `bits`, of mask class `c`), and `mask` is block
+    /// `local` of segment `seg`'s free mask.
     #[inline(always)]
-    pub fn release_bits(&self, mask: &Atom64, seg: u32, local: u32, c: usize, bits: u64) {
+    pub unsafe fn release_bits(&self, mask: &Atom64, seg: u32, local: u32, c: usize, bits: u64) {
         if self.blocks.give_back_bits(mask, seg, local, c, bits) {
             self.recycle(seg, local, group_of(c));
         }
@@ -754,9 +781,13 @@ impl<'a> Slots<'a> {
     /// after at most one look per marked block. Before this, a block
     /// of 4..64 slices came back only when every slice was free, and under churn at 70% live
     /// such blocks held 809 MiB for about 270 MiB of live slices (CPU model, NOTES r30).
+    /// Nothing for a class that is not a mask class (it has no partial-block index).
     #[inline(never)]
     #[cold]
     pub fn take_partial(self, c: usize, n: u32, visits: u32) -> (u64, u32) {
+        if !is_mask_class(c) {
+            return (0, 0);
+        }
         let tree = self.blocks.partial_tree(c);
         let (g, per) = (group_of(c), slices_per_block(c));
         let (full, word) = (full_mask(per), kind_word(KIND_SLICES, c));
@@ -817,7 +848,9 @@ impl<'a> Slots<'a> {
                 // Another class's slices: theirs again, as they were.
                 match kind_parts(now) {
                     (KIND_SLICES, other) if other < NUM_CLASSES && is_mask_class(other) => {
-                        self.release_bits(mask, seg, local, other, bits)
+                        // SAFETY: our CAS took `bits` from this block's free mask, which its
+                        // current class `other` had freed; they go back once, unused.
+                        unsafe { self.release_bits(mask, seg, local, other, bits) }
                     }
                     // No mask class owns the block (a corrupted heap): put the bits back as
                     // they were, with nothing else.
@@ -852,8 +885,13 @@ impl<'a> Slots<'a> {
     /// Retires current slot `shard` of row `row`: the slices its block has not handed out
     /// are given back, so that fully freed blocks and segments return to their trees. Safe
     /// while others allocate (the next add on the slot installs a block again); meant for
-    /// the end of a phase, before stats or validation.
+    /// the end of a phase, before stats or validation. A slot the row does not use (`shard`
+    /// at or past its `row_shards`, never installed) is left alone: its index would name
+    /// another row's slot, whose run this would give back as the wrong class's.
     pub fn trim_slot(&self, row: usize, shard: u32) {
+        if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
+            return;
+        }
         self.retire_slot(row, shard);
     }
 
@@ -902,7 +940,9 @@ impl<'a> Slots<'a> {
             // taker holds a slice of the blocks it drops.
             if slot.cas_acq_rel(w, slot_run_value(gid, j + 1, handed)).is_ok() {
                 for b in j + 1..blocks {
-                    self.release_slices(seg, local + b, c, 0, per_block);
+                    // SAFETY: the CAS cut the run before block b, with no take in between, so
+                    // none of b's slices was handed out; each block goes back once.
+                    unsafe { self.release_slices(seg, local + b, c, 0, per_block) };
                 }
             }
         }

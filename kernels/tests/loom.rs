@@ -836,7 +836,8 @@ mod real {
             assert_eq!(qs[0], Some(MEM + (per_block as u64 - 1) * slice_bytes(c)), "block 0's last slice");
             assert_ne!(qs[0], qs[1]);
             // Give back what the test took in bulk (one atomic, as `settle_packed` does).
-            m.heap.slots().release_slices(0, 0, c, 1, per_block - 2);
+            // SAFETY: slices 1 .. per_block - 1 of block 0 are the test's, handed to no one.
+            unsafe { m.heap.slots().release_slices(0, 0, c, 1, per_block - 2) };
             // SAFETY: p0 and run came from the mallocs above and are live (the thieves freed only their
             // own slices); each is freed once, unused after.
             unsafe { m.check_whole(&[p0, run], (0, 0, 0)) };
@@ -1049,8 +1050,11 @@ mod real {
             assert_eq!(mine.len() as u32, got.total());
             // Give back what the test took in bulk (one atomic each, as `settle_packed` does):
             // block 0 whole, block 1 but for the freed slice.
-            m.heap.slots().release_slices(0, 0, c, 0, per);
-            m.heap.slots().release_slices(0, 1, c, 0, per - 2);
+            // SAFETY: those slices are the test's, handed to no one, each given back once.
+            unsafe {
+                m.heap.slots().release_slices(0, 0, c, 0, per);
+                m.heap.slots().release_slices(0, 1, c, 0, per - 2);
+            }
             // SAFETY: `mine` are the taker's live slices (deduplicated above), owned here, unused after.
             unsafe { m.check_whole(&mine.iter().map(|&p| p as *mut u8).collect::<Vec<_>>(), (0, 0, 0)) };
         });
@@ -1094,7 +1098,9 @@ mod real {
     fn give_back(m: &Model, c: usize, t: &veballoc_kernels::slice::Taken) {
         for (b, n) in pieces(t) {
             let (seg, local) = m.heap.block_of(b, c);
-            m.heap.slots().release_slices(seg, local, c, m.heap.slice_in_block(b, c), n);
+            // SAFETY: the models pass a take of class `c` that they hold, handed to no one,
+            // each given back once.
+            unsafe { m.heap.slots().release_slices(seg, local, c, m.heap.slice_in_block(b, c), n) };
         }
     }
 
@@ -1431,7 +1437,8 @@ mod real {
             let b = m.clone();
             let giver = thread::spawn(move || {
                 set_host_thread_index(2);
-                b.heap.slots().release_slices(0, 0, c, 2, per - 2);
+                // SAFETY: slices 2 .. per of block 0 are the test's, handed to no one.
+                unsafe { b.heap.slots().release_slices(0, 0, c, 2, per - 2) };
             });
             let o = m.clone();
             let third = other.map(|other| {
@@ -1675,7 +1682,8 @@ mod real {
             let ps: Vec<u64> = takers.into_iter().map(|h| h.join().unwrap()).collect();
             assert_ne!(ps[0], ps[1], "one slice handed out twice");
             let local = ((first.base - MEM) / group_block_bytes(g)) as u32;
-            m.heap.slots().release_slices(0, local, c, 0, per - 1);
+            // SAFETY: the block's slices but the takers' one are the test's, handed to no one.
+            unsafe { m.heap.slots().release_slices(0, local, c, 0, per - 1) };
             let ptrs: Vec<*mut u8> = ps.iter().map(|&p| p as *mut u8).collect();
             // SAFETY: ps are the takers' slices (asserted distinct), live, owned here, unused after.
             unsafe { m.check_whole(&ptrs, (0, 0, 0)) };
