@@ -309,3 +309,69 @@ fn gpu_malloc_block_keeps_the_alignment_of_smaller_requests() {
     mixed_sizes_round(&gpu, &heap, "vb_malloc_cta_sizes", &sizes);
     heap.destroy().unwrap();
 }
+
+/// Converged lanes of one warp that call `malloc` (or `malloc_packed`) on two different heaps
+/// each get memory of their own heap, and their `free`s give it back there: both heaps end
+/// whole. Lanes used to be grouped by class alone (`malloc_packed`: not at all, and `free` by
+/// the block's index in its heap), so one leader's take from its heap served the other
+/// heap's lanes too, and their frees went to the wrong heap (review of session 21).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_lanes_of_one_warp_on_two_heaps_each_get_their_own_heap_s_memory() {
+    let gpu = gpu();
+    let n = 1u64 << 16;
+    // (kernel's `how`: 0 malloc, 1 malloc_packed; size)
+    for (how, size) in [(0u32, 64u64), (0, 4096), (1, 24)] {
+        // Bit 0: even and odd lanes on different heaps; bit 4: the two half-warps.
+        for lane_bit in [0u32, 4] {
+            let what = format!("how {how}, {size} B, lane bit {lane_bit}");
+            let (a, b) = (Heap::new(&gpu, 1 << 30).unwrap(), Heap::new(&gpu, 1 << 30).unwrap());
+            let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+            let p = ptrs.as_device_ptr().as_raw();
+            // SAFETY: argument list matches vb_malloc_two_heaps in kernels/src/entry_bench.rs.
+            unsafe {
+                gpu.launch(
+                    "vb_malloc_two_heaps",
+                    n,
+                    BLOCK,
+                    veballoc::kernel_args![a.arg(), b.arg(), p, n, size, lane_bit, how],
+                )
+                .unwrap()
+            };
+            gpu.sync().unwrap();
+            let hp = host(&ptrs);
+            for (i, &q) in hp.iter().enumerate() {
+                let (name, h) = if (i as u32 % 32) >> lane_bit & 1 == 1 { ("b", &b) } else { ("a", &a) };
+                let base = h.handle().mem();
+                assert!(
+                    q >= base && q + size <= base + h.capacity(),
+                    "{what}: thread {i} asked heap {name} and got {q:#x}, outside it"
+                );
+            }
+            let mut sorted = hp.clone();
+            sorted.sort_unstable();
+            assert!(sorted.windows(2).all(|w| w[0] + size <= w[1]), "{what}: two threads share memory");
+            // SAFETY: argument list matches vb_free_two_heaps; the same launch shape and lanes.
+            unsafe {
+                gpu.launch(
+                    "vb_free_two_heaps",
+                    n,
+                    BLOCK,
+                    veballoc::kernel_args![a.arg(), b.arg(), p, n, lane_bit],
+                )
+                .unwrap()
+            };
+            gpu.sync().unwrap();
+            for (name, h) in [("a", &a), ("b", &b)] {
+                h.trim().unwrap();
+                let s = h.stats().unwrap();
+                assert_eq!(
+                    (s.bytes_in_use, s.invalid_frees, s.double_frees),
+                    (0, 0, 0),
+                    "{what}, heap {name}: {s:?}"
+                );
+                assert_eq!(s.free_segments, h.layout().num_segments as u64, "{what}, heap {name}: {s:?}");
+            }
+        }
+    }
+}

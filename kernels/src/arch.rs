@@ -107,6 +107,19 @@ mod imp {
         };
         r
     }
+    /// Lanes of `mask` whose 64-bit `value` equals this lane's (`match.any.sync.b64`).
+    ///
+    /// # Safety
+    /// Every lane of `mask` (which includes the caller) executes this same call, converged.
+    #[inline(always)]
+    pub unsafe fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
+        let r: u32;
+        // SAFETY: the caller vouches that every lane of `mask` executes this call.
+        unsafe {
+            asm!("match.any.sync.b64 {r}, {v}, {m};", r = out(reg32) r, v = in(reg64) value, m = in(reg32) mask, options(nomem, nostack))
+        };
+        r
+    }
     /// The OR of `value` over the lanes of `mask` (`redux.sync`, sm_80).
     ///
     /// # Safety
@@ -351,6 +364,11 @@ mod imp {
     /// # Safety
     /// As on the device: every lane of `mask` executes this same call.
     pub unsafe fn match_any_sync(mask: u32, _value: u32) -> u32 {
+        mask & 1
+    }
+    /// # Safety
+    /// As on the device: every lane of `mask` executes this same call.
+    pub unsafe fn match_any_sync_u64(mask: u32, _value: u64) -> u32 {
         mask & 1
     }
     /// # Safety

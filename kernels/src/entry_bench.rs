@@ -139,6 +139,45 @@ pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n:
     }
 }
 
+/// Two heaps in one kernel: thread i < n allocates from `b` if bit `lane_bit` of its lane is
+/// set, else from `a`, with `malloc` (`how` 0) or `malloc_packed` (1), in one converged call
+/// (the lanes of a warp reach it together with different handles).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_malloc_two_heaps(
+    a: DeviceHeap,
+    b: DeviceHeap,
+    ptrs: *mut u64,
+    n: u64,
+    size: u64,
+    lane_bit: u32,
+    how: u32,
+) {
+    let heap = if arch::lane_id() >> lane_bit & 1 == 1 { b } else { a };
+    // SAFETY: the host passes an array of n pointers.
+    unsafe {
+        store_per_thread(ptrs, n, |_| if how == 0 { heap.malloc(size) } else { heap.malloc_packed(size) })
+    }
+}
+
+/// `free(ptrs[i])` for i < n into the heap `vb_malloc_two_heaps` took it from (by the same
+/// lane rule), in one converged call.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_free_two_heaps(
+    a: DeviceHeap,
+    b: DeviceHeap,
+    ptrs: *const u64,
+    n: u64,
+    lane_bit: u32,
+) {
+    let heap = if arch::lane_id() >> lane_bit & 1 == 1 { b } else { a };
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes the array vb_malloc_two_heaps filled, with the same launch
+        // shape and lane rule: each pointer is null or this lane's from `heap`, freed once.
+        unsafe { heap.free(*ptrs.add(i as usize) as *mut u8) };
+    }
+}
+
 /// Writes `pattern(i, tag)` into every 4-byte word of thread i's allocation (skips nulls).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_write(ptrs: *const u64, n: u64, size: u64, sizes: *const u32, tag: u64) {

@@ -9,7 +9,7 @@ use crate::atomic::Atom64;
 use crate::block::{
     block_at, block_index, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes,
     slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL,
-    KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, MAX_SLICE_BYTES, NUM_CLASSES,
+    KIND_SLICES, KIND_WHOLE, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
 use crate::class::{
@@ -465,6 +465,16 @@ impl DeviceHeap {
         core::ptr::null_mut()
     }
 
+    /// The key by which `malloc` groups a warp's lanes: class `c` of this heap. Converged
+    /// lanes may call `malloc` on two heaps (a kernel given two), and one take must serve one
+    /// heap's lanes only. Exact: classes are below 256, and `meta`, a user-space address, is
+    /// below 2^56 on every platform CUDA runs on (48- to 57-bit address spaces).
+    #[inline(always)]
+    fn class_key(&self, c: usize) -> u64 {
+        const _: () = assert!(NUM_CLASSES + PACKED_CLASSES.len() <= 256, "a row fits in the key's low byte");
+        self.meta << 8 | c as u64
+    }
+
     /// Warp-coalesced slice allocation: the lanes that want class `c` elect a leader, which
     /// takes slices for all of them with one atomic; each lane gets `base + rank * size`.
     /// Mask classes (`class::is_mask_class`) go out of line: their takes first look at their
@@ -505,11 +515,9 @@ impl DeviceHeap {
         for _ in 0..WARP_ROUNDS {
             // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
             // and all of them reach the match.
-            let peers = unsafe { arch::match_any_sync(arch::activemask(), c as u32) };
-            // SAFETY: every lane of `peers` wants class `c` (the match) and makes this call
-            // next. That they use one heap is assumed, not checked: converged lanes that call
-            // `malloc` on two different heaps would share one take (an open gap of the safe
-            // `malloc`, whose group key is the class alone).
+            let peers = unsafe { arch::match_any_sync_u64(arch::activemask(), self.class_key(c)) };
+            // SAFETY: every lane of `peers` wants class `c` of this heap (the match) and makes
+            // this call next.
             if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
                 return p;
             }
@@ -867,12 +875,13 @@ impl DeviceHeap {
         }
         let units16 = size.div_ceil(PACKED_UNIT) as u32;
         for _ in 0..WARP_ROUNDS {
-            let active = arch::activemask();
+            // SAFETY: activemask names the lanes that execute this call with this lane, and all
+            // of them reach the match.
+            let active = unsafe { arch::match_any_sync_u64(arch::activemask(), self.meta) };
             // SAFETY (of the collectives of this round): `active` names the lanes that execute
-            // this round with this lane (activemask), and every one of them reaches each
-            // collective below: the branches between rejoin before them (the `band > 0` test
-            // is the same in each lane, as `total` is). That they use one heap is assumed, not
-            // checked, as in `malloc_slice_in`.
+            // this round with this lane on this heap (the match), and every one of them reaches
+            // each collective below: the branches between rejoin before them (the `band > 0`
+            // test is the same in each lane, as `total` is).
             let (mut before, mut total) = unsafe { warp_exclusive_sum(active, units16) };
             // The unit is the same for the whole warp (it depends on the warp's total only).
             let band = packed_band(total);
@@ -1192,12 +1201,16 @@ impl DeviceHeap {
         let masked = is_mask_class(c);
         // The block, and whether its class keeps a mask: lanes whose copies disagree on that
         // (a racing stale free) are not peers, so every peer takes the same path below.
-        let key = (seg * MAX_BLOCKS_PER_SEGMENT + local) << 1 | masked as u32;
+        // The block by its address, which no block of another heap shares (heaps' segments
+        // are disjoint): converged lanes may free into two heaps.
+        let block =
+            self.mem + ((seg as u64) << SEGMENT_SHIFT) + ((local as u64) << group_block_shift(group_of(c)));
+        let key = block << 1 | masked as u64;
         // SAFETY: the mask is activemask's, the lanes that execute this code with this lane;
         // `peers`, those that free slices of this block, all run every collective below (the
         // branches on `self.checking()` and `masked` are the same in each of them, `masked`
-        // being part of the key).
-        let peers = unsafe { arch::match_any_sync(arch::activemask(), key) };
+        // being part of the key and the heap the same).
+        let peers = unsafe { arch::match_any_sync_u64(arch::activemask(), key) };
         // SAFETY: as above; `addr` is a slice of this heap (free's contract).
         let owned = !self.checking() || unsafe { self.hand_out().unmark_warp(peers, addr) };
         // SAFETY: as above.
