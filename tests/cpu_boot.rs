@@ -148,7 +148,7 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
         let mut taken = Vec::new();
         let mut at = None;
         while at.is_none() {
-            let t = h.take_slices(c, per).expect("a block");
+            let t = common::take_slices(h, c, per).expect("a block");
             mark_taken(h, c, &t);
             taken.push(t);
             let s = h.validate().expect("heap consistent");

@@ -749,13 +749,13 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     let h = cpu.heap();
     let mark = |t: &veballoc::kernels::slice::Taken| common::mark_taken(h, c, t);
     // A whole block at once: the slot's next run is two blocks (it ran out at once).
-    let first = h.take_slices(c, per).expect("a block");
+    let first = common::take_slices(h, c, per).expect("a block");
     assert_eq!((first.got, first.got2), (per, 0));
     mark(&first);
-    let a = h.take_slices(c, 320).expect("the run's first block");
+    let a = common::take_slices(h, c, 320).expect("the run's first block");
     assert_eq!((a.got, a.got2), (320, 0));
     mark(&a);
-    let b = h.take_slices(c, 32).expect("across the block's end");
+    let b = common::take_slices(h, c, 32).expect("across the block's end");
     assert_eq!((b.got, b.got2), (per - 320, 32 - (per - 320)), "{b:?}");
     assert_eq!(b.base, a.base + 320 * size);
     let block_start = |p: u64| p - (p - h.mem()) % (1 << 20);

@@ -11,6 +11,13 @@ use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::takes_unit_run;
 use veballoc::kernels::DeviceHeap;
 
+/// `DeviceHeap::take_slices` with its contract checked: `n` in 1..=`MAX_TAKE`.
+fn take_slices(h: &DeviceHeap, c: usize, n: u32) -> Option<veballoc::kernels::slice::Taken> {
+    assert!((1..=veballoc::kernels::slice::MAX_TAKE).contains(&n), "a take of {n} slices");
+    // SAFETY: n is in 1..=MAX_TAKE (asserted above).
+    unsafe { h.take_slices(c, n) }
+}
+
 /// A mask class's request: 25 slices of 40960 bytes to a 1 MiB block.
 const SIZE: u64 = 40_000;
 
@@ -118,7 +125,7 @@ fn a_take_gets_the_lowest_run_of_free_slices() {
     set_host_thread_index(0);
     let c = class_of(SIZE);
     let per = slices_per_block(c);
-    let t = h.take_slices(c, per).expect("a block");
+    let t = take_slices(h, c, per).expect("a block");
     assert_eq!(t.got, per);
     // Free slices 3, 4, 5 and 9 (one atomic each, as `free` gives them back).
     let (seg, local) = h.block_of(t.base, c);
@@ -126,9 +133,9 @@ fn a_take_gets_the_lowest_run_of_free_slices() {
         // SAFETY: slices of t (taken above, handed to no one), each given back once.
         unsafe { h.slots().release_slices(seg, local, c, first, k) };
     }
-    let u = h.take_slices(c, 8).expect("free slices");
+    let u = take_slices(h, c, 8).expect("free slices");
     assert_eq!((u.base, u.got, u.got2), (t.base + 3 * slice_bytes(c), 3, 0));
-    let v = h.take_slices(c, 8).expect("free slices");
+    let v = take_slices(h, c, 8).expect("free slices");
     assert_eq!((v.base, v.got), (t.base + 9 * slice_bytes(c), 1));
     h.validate().expect("consistent");
     // SAFETY: every slice of the block is now held by this test (t's rest, u and v), handed

@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::take_slices;
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{block_bytes, class_of, slices_per_block};
 use veballoc::kernels::cpu::CpuHeap;
@@ -32,13 +33,13 @@ fn stale_run(h: &veballoc::kernels::DeviceHeap) -> (usize, u32) {
     let per = slices_per_block(c);
     assert_eq!((max_run(c), block_bytes(c)), (2, BLOCK));
     set_host_thread_index(0);
-    let t0 = h.take_slices(c, per).expect("block 0");
+    let t0 = take_slices(h, c, per).expect("block 0");
     assert_eq!((t0.base, t0.got), (h.mem(), per));
     if h.checking() {
         // SAFETY: t0 is the take just above, held by this test and not marked yet.
         unsafe { h.hand_out().mark_handed_out(t0.base, c, t0.got) };
     }
-    let t1 = h.take_slices(c, per).expect("block 1, first of the run [1, 2]");
+    let t1 = take_slices(h, c, per).expect("block 1, first of the run [1, 2]");
     assert_eq!((t1.base, t1.got, t1.got2), (h.mem() + BLOCK, per, 0));
     // Every slice of block 1 comes back: it recycles while the run [1, 2] is current.
     // SAFETY: t1 is block 1's every slice, taken above, handed to no one and given back once.
@@ -57,7 +58,7 @@ fn validator_reads_a_recycled_block_through_a_stale_run_range() {
     let (c, per) = stale_run(h);
     // Shard 1 installs a block: the lowest free one is block 1.
     set_host_thread_index(SHARD1_SPREAD0);
-    let q = h.take_slices(c, 1).expect("a slice on shard 1");
+    let q = take_slices(h, c, 1).expect("a slice on shard 1");
     assert_eq!(q.base, h.mem() + BLOCK, "shard 1 got the recycled block 1");
     if h.checking() {
         // SAFETY: q is the take just above, held by this test and not marked yet.
@@ -96,8 +97,8 @@ fn occupancy_counts_a_runs_untouched_blocks_as_live() {
     assert_eq!(max_run(c), 2);
     let per = slices_per_block(c);
     set_host_thread_index(0);
-    let t0 = h.take_slices(c, per).unwrap();
-    let t1 = h.take_slices(c, 10).unwrap();
+    let t0 = take_slices(h, c, per).unwrap();
+    let t1 = take_slices(h, c, 10).unwrap();
     if h.checking() {
         // SAFETY: t0 and t1 are the takes just above (one piece each, asserted by the
         // validation below), held by this test and not marked yet.
@@ -174,7 +175,7 @@ mod stress {
                                 if (2560..=4096).contains(&size) && rng.gen_bool(0.3) {
                                     let c = class_of(size);
                                     let n = rng.gen_range(33..=1024);
-                                    if let Some(tk) = h.take_slices(c, n) {
+                                    if let Some(tk) = take_slices(h, c, n) {
                                         common::mark_taken(h, c, &tk);
                                         let s = veballoc::kernels::block::slice_bytes(c);
                                         got.extend((0..tk.total()).map(|r| tk.addr(r, s)));
@@ -258,7 +259,7 @@ fn an_install_takes_as_many_blocks_as_already_asked_for() {
     let c = class_of(8192);
     assert_eq!(slices_per_block(c), 128);
     assert!(max_run(c) >= 3);
-    let t = h.take_slices(c, 300).expect("a heap with room");
+    let t = take_slices(h, c, 300).expect("a heap with room");
     assert_eq!((t.got, t.got2), (128, 128), "{t:?}");
     assert_eq!(t.base2, t.base + (1 << 20), "the run's second block");
     // SAFETY: the two pieces of t (blocks 0 and 1, 128 slices each, asserted), unmarked

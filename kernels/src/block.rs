@@ -519,7 +519,7 @@ pub enum SlotTake {
     Empty { elected: bool },
 }
 
-/// Takes up to `n` slices (1..=4096) from the run in `slot`, whose blocks hold `per_block`
+/// Takes up to `n` slices (1..=`slice::MAX_TAKE`) from the run in `slot`, whose blocks hold `per_block`
 /// slices each: one atomic, which also tells which run it was, so no stale read of the slot
 /// can hand out a recycled block.
 #[inline(always)]

@@ -158,9 +158,11 @@ impl CpuHeap {
             let unit = crate::block::slice_bytes(c);
             let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
             // A packed row's runs are one block: the take is one piece.
-            let Some(crate::slice::Taken { base, got, .. }) =
+            // SAFETY: the units of at most a warp's requests in the band `packed_band` picks: at most
+            // PACKED_UNITS_PER_WARP (512) plus one per request for rounding up, below MAX_TAKE.
+            let Some(crate::slice::Taken { base, got, .. }) = (unsafe {
                 self.heap.slots().take_in_row(crate::slice::packed_row(band), units.iter().sum())
-            else {
+            }) else {
                 break;
             };
             let (mut before, mut served) = (0u32, 0usize);

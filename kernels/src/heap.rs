@@ -580,12 +580,24 @@ impl DeviceHeap {
         }
     }
 
-    /// Takes up to `n` (1..=4096) slices of class `c` for a group of threads: at most two
+    /// Takes up to `n` (1..=`slice::MAX_TAKE`) slices of class `c` for a group of threads: at most two
     /// pieces of consecutive slices (see `slice::Taken`), or `None` when the heap is out of
     /// memory. A mask class's free slices in its partly live blocks first.
+    ///
+    /// A take of more than `MAX_TAKE` would carry into the slot word's block id, so the call
+    /// is `unsafe`:
+    ///
+    /// ```compile_fail,E0133
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(1, 1);
+    /// let _ = cpu.heap().take_slices(0, u32::MAX);
+    /// ```
+    ///
+    /// # Safety
+    /// `n` is 1..=`slice::MAX_TAKE` (see [`Slots::take_in_row`]).
     #[inline]
-    pub fn take_slices(&self, c: usize, n: u32) -> Option<Taken> {
-        self.slots().take_in_class(c, n)
+    pub unsafe fn take_slices(&self, c: usize, n: u32) -> Option<Taken> {
+        // SAFETY: the caller's contract.
+        unsafe { self.slots().take_in_class(c, n) }
     }
 
     /// `take_slices`, marking the slices handed out when the heap runs the checks: what
@@ -594,7 +606,14 @@ impl DeviceHeap {
     #[inline(always)]
     pub(crate) fn take_marked<const PARTIAL: bool>(&self, c: usize, n: u32) -> Option<Taken> {
         debug_assert!(PARTIAL || !is_mask_class(c));
-        let taken = if PARTIAL { self.take_slices(c, n) } else { self.slots().take_in_row(c, n) };
+        // SAFETY: `n` is a group's size, 1..=1024 (a warp's lanes or a thread block's threads).
+        let taken = unsafe {
+            if PARTIAL {
+                self.take_slices(c, n)
+            } else {
+                self.slots().take_in_row(c, n)
+            }
+        };
         self.mark_taken(taken, c)
     }
 
@@ -794,7 +813,8 @@ impl DeviceHeap {
             let mut k = 0;
             while k < CTA_RUNS && need > 0 {
                 // Out of memory: the threads left over count themselves in malloc_warp.
-                let Some(taken) = self.take_slices(c, need) else { break };
+                // SAFETY: `need` is at most the block's threads, 1024.
+                let Some(taken) = (unsafe { self.take_slices(c, need) }) else { break };
                 for (b, g) in [(taken.base, taken.got), (taken.base2, taken.got2)] {
                     if g == 0 {
                         continue;
@@ -897,7 +917,12 @@ impl DeviceHeap {
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
                 // A packed row's runs are one block: the take is one piece.
-                match self.retry_after_reclaim(|| self.slots().take_in_row(packed_row(band), total)) {
+                // SAFETY: `total` is the warp's units in the band `packed_band` picks: its 16-byte
+                // units (at most 32 x 4096 / 16) shifted down to at most PACKED_UNITS_PER_WARP
+                // (512), plus at most one per lane for rounding up: below MAX_TAKE.
+                match self
+                    .retry_after_reclaim(|| unsafe { self.slots().take_in_row(packed_row(band), total) })
+                {
                     Some(t) => (base, got) = (t.base, t.got),
                     // Every active lane gets null: count requests, not warps.
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),

@@ -82,6 +82,12 @@ pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
 /// up to 32 slices then spans at most two blocks of a run (see `Taken`).
 pub const RUN_MIN_SLICES_PER_BLOCK: u32 = 32;
+/// Most slices one take may ask for (`Slots::take_in_row`'s contract). A slot word counts
+/// the slices asked of its run in 32 bits, and every taker adds before it knows whether the
+/// run has room: with at most one take in flight per warp (8448 warps on an H100's or H200's
+/// 132 multiprocessors), 2^16 each stays far below 2^32. Callers ask for a warp's or a
+/// thread block's worth (at most 1024), or a packed warp's units (below 4096).
+pub const MAX_TAKE: u32 = 1 << 16;
 /// Classes whose blocks are smaller than this (16 to 64 B: 64 to 256 KiB blocks of 2730 to
 /// 5461 slices) take one block at a time: a run of two blocks did not make their bursts
 /// faster, but the second block, claimed ahead, was untouched at the end of one on a third of
@@ -283,8 +289,14 @@ impl<'a> Slots<'a> {
     /// `take_slices` from the blocks of slot row `row`: a class, or a `packed_row` (units of
     /// its class's slice size, in blocks marked `KIND_PACKED`, whose runs are one block, so
     /// that what a take gets is one piece).
+    ///
+    /// # Safety
+    /// `n` is 1..=`MAX_TAKE`: the take adds `n` to the slot word's 32-bit count, and a much
+    /// larger one would carry into the run's block id, so that later takes hand out another
+    /// block's slices. Not checked: the common path takes at most a warp's or a thread
+    /// block's worth.
     #[inline]
-    pub fn take_in_row(&self, row: usize, n: u32) -> Option<Taken> {
+    pub unsafe fn take_in_row(&self, row: usize, n: u32) -> Option<Taken> {
         let shard = self.home_shard(row);
         let slot = self.current(row, shard);
         let per_block = slices_per_block(row_class_kind(row).0);
@@ -341,14 +353,18 @@ impl<'a> Slots<'a> {
 
     /// `take_in_row` for class `c`, which for a mask class first takes free slices of its
     /// partly live blocks (lowest block first, see `take_partial`), then from its slot's run.
+    ///
+    /// # Safety
+    /// As for [`Slots::take_in_row`]: `n` is 1..=`MAX_TAKE`.
     #[inline(always)]
-    pub fn take_in_class(&self, c: usize, n: u32) -> Option<Taken> {
+    pub unsafe fn take_in_class(&self, c: usize, n: u32) -> Option<Taken> {
         if is_mask_class(c) {
             if let Some(t) = self.take_partial_in(c, n, PARTIAL_VISITS) {
                 return Some(t);
             }
         }
-        self.take_in_row(c, n)
+        // SAFETY: the caller's contract.
+        unsafe { self.take_in_row(c, n) }
     }
 
     /// `take_partial`'s slices as one piece, `None` when it had none.

@@ -544,7 +544,9 @@ mod real {
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
     use veballoc_kernels::layout::RUN_ROW0;
-    use veballoc_kernels::slice::{installs_on_demand, BOOT_SLOT_CLASS, PARTIAL_VISITS};
+    use veballoc_kernels::slice::{
+        installs_on_demand, Slots, Taken, BOOT_SLOT_CLASS, MAX_TAKE, PARTIAL_VISITS,
+    };
     use veballoc_kernels::{DeviceHeap, HeapLayout};
 
     /// Where the model heaps' segment memory "is": segment-aligned, never dereferenced.
@@ -563,6 +565,20 @@ mod real {
     const NO_PIN_LIMIT: u32 = 64;
     /// What an owner writes in its memory.
     const WRITTEN: u64 = 1;
+
+    /// `DeviceHeap::take_slices` with its contract checked: `n` in 1..=`MAX_TAKE`.
+    fn take_slices(heap: &DeviceHeap, c: usize, n: u32) -> Option<Taken> {
+        assert!((1..=MAX_TAKE).contains(&n), "a take of {n} slices");
+        // SAFETY: n is in 1..=MAX_TAKE (asserted above).
+        unsafe { heap.take_slices(c, n) }
+    }
+
+    /// `Slots::take_in_row` with its contract checked: `n` in 1..=`MAX_TAKE`.
+    fn take_in_row(slots: &Slots<'_>, row: usize, n: u32) -> Option<Taken> {
+        assert!((1..=MAX_TAKE).contains(&n), "a take of {n} slices");
+        // SAFETY: n is in 1..=MAX_TAKE (asserted above).
+        unsafe { slots.take_in_row(row, n) }
+    }
 
     /// A heap of `segments` segments over loom atomics.
     struct Model {
@@ -759,9 +775,9 @@ mod real {
             // then a second take.
             let take = move |m: &Model| {
                 let s = m.heap.slots();
-                s.take_in_row(c2, 1).or_else(|| {
+                take_in_row(&s, c2, 1).or_else(|| {
                     s.trim_idle();
-                    s.take_in_row(c2, 1)
+                    take_in_row(&s, c2, 1)
                 })
             };
             let t = m.clone();
@@ -810,7 +826,7 @@ mod real {
             // Block 0 current on multiprocessor 0 with one slice left, blocks 1..bps-1 out
             // as one run: only the segment's last block is free.
             let p0 = m.heap.malloc(64);
-            let t = m.heap.take_slices(c, per_block - 2).unwrap();
+            let t = take_slices(&m.heap, c, per_block - 2).unwrap();
             let (rest, got) = (t.base, t.got);
             assert_eq!((p0 as u64, rest, got), (MEM, MEM + slice_bytes(c), per_block - 2));
             let run = m.heap.malloc(whole);
@@ -820,7 +836,7 @@ mod real {
                     let m = m.clone();
                     thread::spawn(move || {
                         set_host_thread_index(i);
-                        let q = m.heap.slots().take_in_row(c, 1).map(|t| t.base as *mut u8);
+                        let q = take_in_row(&m.heap.slots(), c, 1).map(|t| t.base as *mut u8);
                         if let Some(q) = q {
                             m.cells.write(q);
                             // The thief's free: the block's kind must be the installer's.
@@ -872,7 +888,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let q = t.heap.slots().take_in_row(c, 1).map(|t| t.base);
+                let q = take_in_row(&t.heap.slots(), c, 1).map(|t| t.base);
                 if let Some(q) = q {
                     t.cells.write(q as *mut u8);
                 }
@@ -881,7 +897,7 @@ mod real {
             freer.join().unwrap();
             trimmer.join().unwrap();
             // A null is right when the taker looked while the slice was live (the heap full).
-            let q = taker.join().unwrap().or_else(|| m.heap.slots().take_in_row(c, 1).map(|t| t.base));
+            let q = taker.join().unwrap().or_else(|| take_in_row(&m.heap.slots(), c, 1).map(|t| t.base));
             // SAFETY: q is the one live slice (taken above), owned by this thread, unused after.
             unsafe { m.check_whole(&[q.expect("a heap with room") as *mut u8], (0, 0, 0)) };
         });
@@ -1008,8 +1024,8 @@ mod real {
             set_host_thread_index(0);
             // Block 0 at once (the run that follows is two blocks), then all but the last
             // slice of block 1, the run's first.
-            let t0 = m.heap.take_slices(c, per).unwrap();
-            let t1 = m.heap.take_slices(c, per - 1).unwrap();
+            let t0 = take_slices(&m.heap, c, per).unwrap();
+            let t1 = take_slices(&m.heap, c, per - 1).unwrap();
             assert_eq!((t0.base, t0.got, t1.base, t1.got, t1.got2), (MEM, per, MEM + block, per - 1, 0));
             let before = m.heap.validate().expect("the validator");
             assert_eq!(before.slice_blocks[c], 3, "block 0 and a run of two: {before:?}");
@@ -1030,7 +1046,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let got = t.heap.take_slices(c, 2);
+                let got = take_slices(&t.heap, c, 2);
                 if let Some(g) = got {
                     for r in 0..g.total() {
                         t.cells.write(g.addr(r, s) as *mut u8);
@@ -1114,8 +1130,8 @@ mod real {
         model(PREEMPTIONS_LARGE, move || {
             let m = Model::new(1, edge_slices(c));
             set_host_thread_index(0);
-            let t0 = m.heap.take_slices(c, per).unwrap();
-            let t1 = m.heap.take_slices(c, 1).unwrap();
+            let t0 = take_slices(&m.heap, c, per).unwrap();
+            let t1 = take_slices(&m.heap, c, 1).unwrap();
             assert_eq!((t0.base, t1.base), (MEM, MEM + group_block_bytes(group_of(c))));
             let w = m.clone();
             let sweeper = thread::spawn(move || {
@@ -1130,7 +1146,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let got = t.heap.take_slices(c, per);
+                let got = take_slices(&t.heap, c, per);
                 if let Some(g) = &got {
                     write_edges(&t, c, g);
                 }
@@ -1158,10 +1174,10 @@ mod real {
         model(PREEMPTIONS_LARGE, move || {
             let m = Model::new(1, edge_slices(c));
             set_host_thread_index(0);
-            let t0 = m.heap.take_slices(c, per).unwrap();
-            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
+            let t0 = take_slices(&m.heap, c, per).unwrap();
+            let t1 = take_slices(&m.heap, c, 2 * per).unwrap();
             assert_eq!((t1.base, t1.got, t1.base2, t1.got2), (MEM + block, per, MEM + 2 * block, per));
-            let t2 = m.heap.take_slices(c, 1).unwrap();
+            let t2 = take_slices(&m.heap, c, 1).unwrap();
             assert_eq!(t2.base, MEM + 3 * block);
             let s = m.heap.validate().expect("validator");
             assert_eq!(s.slice_blocks[c], 7, "{s:?}");
@@ -1182,7 +1198,7 @@ mod real {
             let t = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                let got = t.heap.take_slices(c, take);
+                let got = take_slices(&t.heap, c, take);
                 if let Some(g) = &got {
                     write_edges(&t, c, g);
                 }
@@ -1265,14 +1281,14 @@ mod real {
         model(PREEMPTIONS_LARGE, move || {
             let m = Model::new(1, (0..16u64).map(|b| MEM + b * block).collect());
             set_host_thread_index(0);
-            let t0 = m.heap.take_slices(c, per).unwrap();
-            let t1 = m.heap.take_slices(c, 2 * per).unwrap();
-            let t2 = m.heap.take_slices(c, 2 * per).unwrap();
-            let t3 = m.heap.take_slices(c, 2 * per).unwrap();
+            let t0 = take_slices(&m.heap, c, per).unwrap();
+            let t1 = take_slices(&m.heap, c, 2 * per).unwrap();
+            let t2 = take_slices(&m.heap, c, 2 * per).unwrap();
+            let t3 = take_slices(&m.heap, c, 2 * per).unwrap();
             assert_eq!((t3.base, t3.got2), (MEM + 5 * block, per), "{t3:?}");
-            let t4 = m.heap.take_slices(c, 1).unwrap();
+            let t4 = take_slices(&m.heap, c, 1).unwrap();
             assert_eq!(t4.base, MEM + 7 * block, "the run of 8 from block 7");
-            let t5 = m.heap.take_slices(c2, 1).unwrap();
+            let t5 = take_slices(&m.heap, c2, 1).unwrap();
             assert_eq!(t5.base, MEM + 15 * block, "the last free block");
             let r = m.clone();
             let trimmer = thread::spawn(move || {
@@ -1413,7 +1429,7 @@ mod real {
             addrs.extend(slices(c2, 0..3, 2));
             let m = Model::with_all_shards(1, addrs);
             set_host_thread_index(0);
-            let t = m.heap.take_slices(c, per).unwrap();
+            let t = take_slices(&m.heap, c, per).unwrap();
             assert_eq!((t.base, t.got), (MEM, per));
             // Slices 0 and 1 come back (their owners wrote them first).
             for r in 0..2 {
@@ -1497,7 +1513,7 @@ mod real {
         model(preemptions, move || {
             let m = Model::with_all_shards(1, slices(c, 0..2, per));
             set_host_thread_index(0);
-            let t = m.heap.take_slices(c, per).unwrap();
+            let t = take_slices(&m.heap, c, per).unwrap();
             assert_eq!((t.base, t.got), (MEM, per));
             let s0 = t.addr(0, slice_bytes(c)) as *mut u8;
             m.cells.write(s0);
@@ -1582,7 +1598,7 @@ mod real {
             let a = m.clone();
             let taker = thread::spawn(move || {
                 set_host_thread_index(0);
-                a.heap.take_slices(c1, 8 * per1)
+                take_slices(&a.heap, c1, 8 * per1)
             });
             let sweeper = sweep.then(|| {
                 let w = m.clone();
@@ -1662,14 +1678,14 @@ mod real {
             let m = Model::new(1, [slices(c, 0..blocks, 2), last.collect()].concat());
             set_host_thread_index(0);
             // All but the last slice of a block, given back at the end.
-            let first = m.heap.slots().take_in_row(c, per - 1).expect("a fresh heap");
+            let first = take_in_row(&m.heap.slots(), c, per - 1).expect("a fresh heap");
             assert_eq!((first.got, first.got2), (per - 1, 0));
             let takers: Vec<_> = (0..2)
                 .map(|_| {
                     let t = m.clone();
                     thread::spawn(move || {
                         set_host_thread_index(0);
-                        let p = t.heap.slots().take_in_row(c, 1).expect("null from a heap with room").base;
+                        let p = take_in_row(&t.heap.slots(), c, 1).expect("null from a heap with room").base;
                         t.cells.write(p as *mut u8);
                         p
                     })

@@ -59,3 +59,15 @@ fn spans(size: u64) -> Vec<(u64, u64)> {
         vec![(0, EDGE), (size - EDGE, EDGE)]
     }
 }
+
+/// `DeviceHeap::take_slices` with its contract checked: `n` in 1..=`MAX_TAKE`.
+#[allow(dead_code)] // not every test binary that includes this module calls it
+pub fn take_slices(
+    h: &veballoc::kernels::DeviceHeap,
+    c: usize,
+    n: u32,
+) -> Option<veballoc::kernels::slice::Taken> {
+    assert!((1..=veballoc::kernels::slice::MAX_TAKE).contains(&n), "a take of {n} slices");
+    // SAFETY: n is in 1..=MAX_TAKE (asserted above).
+    unsafe { h.take_slices(c, n) }
+}
