@@ -454,3 +454,43 @@ fn slices_of_24_bytes_from_odd_offsets_are_marked_and_freed() {
     assert_eq!(bad_frees(h), 0, "frees of handed-out slices counted as bad");
     assert_empty(h);
 }
+
+/// Safe calls with indices past the heap's tables do nothing (session 21's review): a
+/// `preformat` for a group past the last wrote a segment entry for it before any bounds
+/// check (the validator then found a corrupt entry), and a partial take for a class past the
+/// last built an out-of-range slice before it panicked.
+#[test]
+fn safe_calls_with_out_of_range_indices_change_nothing() {
+    use veballoc::kernels::block::{NUM_CLASSES, NUM_GROUPS};
+    let cpu = CpuHeap::new(2, 1);
+    let h = cpu.heap();
+    for g in [NUM_GROUPS, NUM_GROUPS + 2] {
+        assert!(!h.blocks().preformat(g, 1), "preformat of group {g}");
+    }
+    h.validate().expect("the heap after preformats of no group");
+    for c in [NUM_CLASSES, NUM_CLASSES + 5] {
+        assert_eq!(h.slots().take_partial(c, 1, 1), (0, 0), "a partial take of class {c}");
+    }
+    h.validate().expect("the heap after partial takes of no class");
+}
+
+/// `CpuHeap::with_layout` trusts every offset of its layout, whose fields are public: it
+/// takes only what `HeapLayout::try_new` (and `with_pin_shift`) make, unchanged. A layout
+/// with a counters offset far past the metadata crashed the process (SIGSEGV) from safe code
+/// at the first counter read.
+#[test]
+#[should_panic(expected = "with_layout takes a layout")]
+fn a_tampered_layout_is_refused() {
+    let mut layout = veballoc::kernels::HeapLayout::new(1, 1, false);
+    layout.counters_off = 1 << 40;
+    let cpu = CpuHeap::with_layout(layout);
+    let _ = cpu.heap().counter(counter::OUT_OF_MEMORY);
+}
+
+/// A heap of no segment is refused: it asked the host allocator for zero bytes, which is
+/// undefined behaviour, and then freed that.
+#[test]
+#[should_panic(expected = "a layout of 1..=MAX_SEGMENTS segments")]
+fn a_heap_of_no_segment_is_refused() {
+    let _ = CpuHeap::new(0, 1);
+}

@@ -1114,9 +1114,10 @@ impl<'a> Blocks<'a> {
     /// instead of waiting for a format (r26's trace: 8 us of a cold malloc's 16 us on an
     /// H100). `segments` such segments, one after another (the group whose slots the boot
     /// fills gets two: see `DeviceHeap::boot`). False when no segment was free, or when the
-    /// group's tree has a free block already (a boot run twice formats nothing).
+    /// group's tree has a free block already (a boot run twice formats nothing), and for a
+    /// `g` that is no group (it would format a segment for it before any bounds check).
     pub fn preformat(&self, g: usize, segments: u32) -> bool {
-        if !self.block_tree(g).is_empty() {
+        if g >= NUM_GROUPS || !self.block_tree(g).is_empty() {
             return false;
         }
         let mut any = false;

@@ -40,11 +40,23 @@ impl CpuHeap {
     }
 
     /// A heap of the given layout (e.g. `HeapLayout::with_pin_shift` of another policy).
+    ///
+    /// # Panics
+    /// Unless `layout` is what `HeapLayout::try_new` makes of its segment count, shards and
+    /// checks, but for the rows' slot counts (`with_pin_shift`), each at most `shards`: its
+    /// fields are public, and the heap trusts every offset in it.
     pub fn with_layout(layout: HeapLayout) -> Self {
+        let made = HeapLayout::try_new(layout.num_segments, layout.shards, layout.checks != 0)
+            .expect("a layout of 1..=MAX_SEGMENTS segments and power-of-two shards");
+        let rows_fit = layout.row_shard_log2.iter().all(|&l| (l as u32) <= layout.shards.trailing_zeros());
+        assert!(
+            rows_fit && layout == HeapLayout { row_shard_log2: layout.row_shard_log2, ..made },
+            "with_layout takes a layout of HeapLayout::new / try_new (and with_pin_shift), unchanged"
+        );
         let num_segments = layout.num_segments;
         let bytes = (num_segments as usize) << crate::SEGMENT_SHIFT;
         let mem_layout = Layout::from_size_align(bytes, HOST_MEM_ALIGN).expect("heap size");
-        // SAFETY: non-zero size (num_segments >= 1 is asserted by the layout users).
+        // SAFETY: non-zero size: try_new above refused 0 segments.
         let mem = unsafe { alloc(mem_layout) };
         assert!(!mem.is_null(), "host heap allocation of {bytes} bytes failed");
         let mut meta = std::vec![0u64; (layout.meta_bytes / 8) as usize];

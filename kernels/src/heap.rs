@@ -467,12 +467,13 @@ impl DeviceHeap {
 
     /// The key by which `malloc` groups a warp's lanes: class `c` of this heap. Converged
     /// lanes may call `malloc` on two heaps (a kernel given two), and one take must serve one
-    /// heap's lanes only. Exact: classes are below 256, and `meta`, a user-space address, is
-    /// below 2^56 on every platform CUDA runs on (48- to 57-bit address spaces).
+    /// heap's lanes only. Exact: classes are below 256, and `meta`, an 8-aligned user-space
+    /// address, is below 2^59 on every platform CUDA runs on (48- to 57-bit address spaces).
     #[inline(always)]
     fn class_key(&self, c: usize) -> u64 {
         const _: () = assert!(NUM_CLASSES + PACKED_CLASSES.len() <= 256, "a row fits in the key's low byte");
-        self.meta << 8 | c as u64
+        // `meta` is 8-aligned: its low three bits carry nothing.
+        (self.meta >> 3) << 8 | c as u64
     }
 
     /// Warp-coalesced slice allocation: the lanes that want class `c` elect a leader, which
@@ -1227,7 +1228,8 @@ impl DeviceHeap {
         // The block, and whether its class keeps a mask: lanes whose copies disagree on that
         // (a racing stale free) are not peers, so every peer takes the same path below.
         // The block by its address, which no block of another heap shares (heaps' segments
-        // are disjoint): converged lanes may free into two heaps.
+        // are disjoint): converged lanes may free into two heaps. Not the class: under free's
+        // contract a live slice pins its block's class, so lanes of one block agree on it.
         let block =
             self.mem + ((seg as u64) << SEGMENT_SHIFT) + ((local as u64) << group_block_shift(group_of(c)));
         let key = block << 1 | masked as u64;
@@ -1566,9 +1568,14 @@ unsafe fn fill_words(p: *mut u64, n: u64, v: u64) {
     }
 }
 
+/// Copies `n` words as `MaybeUninit`: a slice's bytes past what its owner wrote (the slack
+/// past the size asked, a vector's spare capacity) may be uninitialised, which a `u64` read
+/// may not be.
+///
 /// # Safety
 /// `src` and `dst` must be valid for `n` aligned u64 reads/writes and not overlap.
 unsafe fn copy_words(src: *const u64, dst: *mut u64, n: u64) {
+    let (src, dst) = (src as *const core::mem::MaybeUninit<u64>, dst as *mut core::mem::MaybeUninit<u64>);
     for i in 0..n {
         // SAFETY: the caller vouches for both ranges.
         unsafe { dst.add(i as usize).write(src.add(i as usize).read()) };

@@ -630,8 +630,8 @@ impl<'a> Slots<'a> {
     /// so that a new heap's first requests of the class take one atomic instead of waiting for
     /// an install. True when it installed one. Safe while others take: a taker that adds to
     /// the empty slot first makes our CAS fail, and the block goes back to its tree. A slot
-    /// the row does not use (`shard` at or past its `row_shards`) gets nothing: its index
-    /// would name another row's slot.
+    /// the row does not use (`shard` at or past its `row_shards`) gets nothing: the row never
+    /// takes from it, and past the layout's `shards` its index would name another row's slot.
     pub fn preinstall(&self, row: usize, shard: u32) -> bool {
         if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
             return false;
@@ -801,7 +801,7 @@ impl<'a> Slots<'a> {
     #[inline(never)]
     #[cold]
     pub fn take_partial(self, c: usize, n: u32, visits: u32) -> (u64, u32) {
-        if !is_mask_class(c) {
+        if c >= NUM_CLASSES || !is_mask_class(c) {
             return (0, 0);
         }
         let tree = self.blocks.partial_tree(c);
@@ -902,8 +902,9 @@ impl<'a> Slots<'a> {
     /// are given back, so that fully freed blocks and segments return to their trees. Safe
     /// while others allocate (the next add on the slot installs a block again); meant for
     /// the end of a phase, before stats or validation. A slot the row does not use (`shard`
-    /// at or past its `row_shards`, never installed) is left alone: its index would name
-    /// another row's slot, whose run this would give back as the wrong class's.
+    /// at or past its `row_shards`, never installed) is left alone: past the layout's `shards`
+    /// its index would name another row's slot, whose run this would give back as the wrong
+    /// class's.
     pub fn trim_slot(&self, row: usize, shard: u32) {
         if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
             return;
