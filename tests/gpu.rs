@@ -532,7 +532,7 @@ fn gpu_host_pool_alloc_free_async_and_views() {
         heap.write(big + 8 * i as u64, w).unwrap();
     }
     assert_eq!(heap.read_slice::<u64>(big, 1000).unwrap(), words);
-    assert!(matches!(heap.read::<u64>(heap.handle().mem() - 8), Err(veballoc::Error::NotInHeap { .. })));
+    assert!(matches!(heap.read::<u64>(heap.base() - 8), Err(veballoc::Error::NotInHeap { .. })));
     // A kernel's free of a host pointer is counted as invalid and changes nothing.
     let one = DeviceBuffer::from_slice(&[big]).unwrap();
     let (arg, p1, n1) = (heap.arg(), one.as_device_ptr().as_raw(), 1u64);
@@ -716,7 +716,7 @@ fn gpu_small_size_burst_spread() {
         assert_eq!(stats.live_slices[c], n, "size {size}: {stats:?}");
         ptrs.sort_unstable();
         assert!(ptrs.windows(2).all(|w| w[0] + s <= w[1]), "size {size}: overlapping slices");
-        let base = heap.handle().mem();
+        let base = heap.base();
         let mut per_block = std::collections::BTreeMap::<u64, u64>::new();
         for &p in &ptrs {
             *per_block.entry((p - base) / block).or_default() += 1;

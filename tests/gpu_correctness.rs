@@ -342,7 +342,7 @@ fn gpu_lanes_of_one_warp_on_two_heaps_each_get_their_own_heap_s_memory() {
             let hp = host(&ptrs);
             for (i, &q) in hp.iter().enumerate() {
                 let (name, h) = if (i as u32 % 32) >> lane_bit & 1 == 1 { ("b", &b) } else { ("a", &a) };
-                let base = h.handle().mem();
+                let base = h.base();
                 assert!(
                     q >= base && q + size <= base + h.capacity(),
                     "{what}: thread {i} asked heap {name} and got {q:#x}, outside it"

@@ -131,7 +131,7 @@ fn gpu_host_claims_are_ordered_with_the_heap_stream() {
     gpu.sync().unwrap();
     let mut dev = [0u64; 1];
     gpu.copy_out(&ptrs, &mut dev[..]).unwrap();
-    let seg_of = |a: u64| (a - heap.handle().mem()) / SEGMENT_BYTES;
+    let seg_of = |a: u64| (a - heap.base()) / SEGMENT_BYTES;
     assert_eq!(seg_of(dev[0]), 0, "the kernel's allocation is in segment 0");
     let busy = busy_blocking_stream(&module);
     let host = heap.alloc(MIB).unwrap();
@@ -233,7 +233,7 @@ fn gpu_heap_base_is_segment_aligned() {
     for (i, odd) in [MIB, 17 * MIB, 24 * MIB, 3 * MIB, 5 * MIB].into_iter().enumerate() {
         keep.push(veballoc::zeroed_u64s((odd / 8) as usize).unwrap());
         let heap = Heap::new(&gpu, (i as u64 + 1) * SEGMENT_BYTES).unwrap();
-        let base = heap.handle().mem();
+        let base = heap.base();
         println!("heap of {} segment(s) at {base:#x}", i + 1);
         assert_eq!(base % SEGMENT_BYTES, 0, "segment 0 at {base:#x}");
         heap.set_release_threshold(0);

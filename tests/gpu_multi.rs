@@ -74,7 +74,7 @@ fn finish_round(gpu: &Gpu, heap: &Heap, r: Round) {
     assert_eq!(errs, [0, 0, 0], "{what}: overwritten words, nulls, misaligned");
     let mut ptrs = vec![0u64; r.n as usize];
     gpu.copy_out(&r.ptrs, &mut ptrs[..]).unwrap();
-    let (base, end) = (heap.handle().mem(), heap.handle().mem() + heap.capacity());
+    let (base, end) = (heap.base(), heap.base() + heap.capacity());
     assert!(ptrs.iter().all(|&p| (base..end).contains(&p)), "{what}: a pointer outside this GPU's heap");
     let stats = heap.stats().unwrap();
     assert_eq!(stats.bytes_in_use, r.n * slice_bytes(slice_class(r.size)), "{what}: {stats:?}");
@@ -115,7 +115,7 @@ fn two_gpus_two_heaps_kernels_at_once() {
     let (g0, g1) = (Gpu::on_device(0).unwrap(), Gpu::on_device(1).unwrap());
     assert_eq!((g0.ordinal(), g1.ordinal()), (0, 1));
     let (h0, h1) = (Heap::new(&g0, HEAP).unwrap(), Heap::releasable(&g1, HEAP).unwrap());
-    let (b0, b1) = (h0.handle().mem(), h1.handle().mem());
+    let (b0, b1) = (h0.base(), h1.base());
     assert!(b0 + h0.capacity() <= b1 || b1 + h1.capacity() <= b0, "the two heaps overlap");
     for (k, size) in SIZES.into_iter().enumerate() {
         let r0 = start_round(&g0, &h0, MILLION, size, 2 * k as u64);

@@ -300,7 +300,7 @@ impl Bench {
                 vb_nulls = vb_nulls.max(nulls);
                 if self.cli.frag_map && round == 0 {
                     let uses = heap.segment_uses()?;
-                    self.frag_maps.push(frag_map(heap.handle().mem(), &uses, &got, size_of, sizes, n));
+                    self.frag_maps.push(frag_map(heap.base(), &uses, &got, size_of, sizes, n));
                 }
                 // SAFETY: as above (vb_free skips nulls).
                 unsafe { self.gpu.launch("vb_free", n, BLOCK, veballoc::kernel_args![arg, p, n])? };

@@ -21,10 +21,17 @@ pub const AUTO_RESERVE_BYTES: u64 = 512 << 20;
 const AUTO_TRIES: u32 = 20;
 
 /// The device handle as a kernel argument: pass `heap.arg()` where the kernel takes a
-/// `veballoc_kernels::DeviceHeap` by value.
+/// `veballoc_kernels::DeviceHeap` by value. Opaque on the host: the handle's methods would
+/// read its device addresses as host memory.
+///
+/// ```compile_fail,E0616
+/// fn on_the_host(arg: veballoc::HeapArg) {
+///     let _ = arg.0.layout(); // the field is private: no device handle on the host
+/// }
+/// ```
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug)]
-pub struct HeapArg(pub DeviceHeap);
+pub struct HeapArg(DeviceHeap);
 
 // SAFETY: DeviceHeap is plain old data (addresses, counts and offsets), valid to copy to the GPU.
 unsafe impl DeviceCopy for HeapArg {}
@@ -278,12 +285,28 @@ impl Heap {
         Err(last.unwrap_or(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES }))
     }
 
-    /// The handle kernels receive (a `Copy` value), for the kernels of this heap's GPU: its
-    /// addresses are device addresses, so its methods are not for the host (they would read
-    /// device memory as host memory; `stats`, `read` and the like are the host's views), and
-    /// kernels must not use it after the heap is destroyed.
-    pub fn handle(&self) -> DeviceHeap {
+    /// The handle kernels receive (a `Copy` value), for the kernels of this heap's GPU.
+    /// Kernels take it as an argument through [`Heap::arg`]; `base` and `layout` give what the
+    /// host may know of it.
+    ///
+    /// ```compile_fail,E0133
+    /// fn on_the_host(heap: &veballoc::Heap) {
+    ///     let _ = heap.handle().layout(); // unsafe: it would read device memory on the host
+    /// }
+    /// ```
+    ///
+    /// # Safety
+    /// The handle's methods run only on this heap's GPU, in kernels that end before the heap
+    /// is destroyed: its addresses are device addresses, which a method called on the host
+    /// would read as host memory (`stats`, `read` and the like are the host's views).
+    pub unsafe fn handle(&self) -> DeviceHeap {
         self.handle
+    }
+
+    /// Address of segment 0 in device memory: allocations lie in `base() .. base() +
+    /// capacity()`.
+    pub fn base(&self) -> u64 {
+        self.handle.mem()
     }
 
     /// The handle wrapped for `cust::launch!`.
