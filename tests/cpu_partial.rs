@@ -4,19 +4,15 @@
 //! at 70% live they held about three times their live bytes). The validator runs after each
 //! step.
 
+mod common;
+
+use common::take_slices;
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{block_bytes, class_of, slice_bytes, slices_per_block, NUM_CLASSES};
 use veballoc::kernels::class::{is_mask_class, MASK_MAX_SLICES};
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::heap::takes_unit_run;
 use veballoc::kernels::DeviceHeap;
-
-/// `DeviceHeap::take_slices` with its contract checked: `n` in 1..=`MAX_TAKE`.
-fn take_slices(h: &DeviceHeap, c: usize, n: u32) -> Option<veballoc::kernels::slice::Taken> {
-    assert!((1..=veballoc::kernels::slice::MAX_TAKE).contains(&n), "a take of {n} slices");
-    // SAFETY: n is in 1..=MAX_TAKE (asserted above).
-    unsafe { h.take_slices(c, n) }
-}
 
 /// A mask class's request: 25 slices of 40960 bytes to a 1 MiB block.
 const SIZE: u64 = 40_000;

@@ -424,8 +424,8 @@ impl Heap {
     /// Checks that `bytes` at `ptr` lie in the heap's segment memory, aligned for `align`.
     fn check_view(&self, ptr: u64, bytes: u64, align: usize) -> Result<()> {
         let end = ptr.checked_add(bytes);
-        if ptr < self.handle.mem()
-            || end.is_none_or(|e| e > self.handle.mem() + self.capacity())
+        if ptr < self.base()
+            || end.is_none_or(|e| e > self.base() + self.capacity())
             || !ptr.is_multiple_of(align as u64)
         {
             return Err(Error::NotInHeap { ptr, bytes });
@@ -689,7 +689,7 @@ impl SegmentSource for Segments<'_> {
     }
 
     fn segment_addr(&self, seg: u32) -> u64 {
-        self.0.handle.mem() + seg as u64 * SEGMENT_BYTES
+        self.0.base() + seg as u64 * SEGMENT_BYTES
     }
 
     fn record(&self, stream: StreamId) -> Result<Mark> {

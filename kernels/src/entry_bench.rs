@@ -139,6 +139,16 @@ pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n:
     }
 }
 
+/// The two-heap kernels' rule: `b` for lanes whose bit `lane_bit` is set, else `a`.
+#[inline(always)]
+fn lane_heap(a: DeviceHeap, b: DeviceHeap, lane_bit: u32) -> DeviceHeap {
+    if arch::lane_id() >> lane_bit & 1 == 1 {
+        b
+    } else {
+        a
+    }
+}
+
 /// Two heaps in one kernel: thread i < n allocates from `b` if bit `lane_bit` of its lane is
 /// set, else from `a`, with `malloc` (`how` 0) or `malloc_packed` (1), in one converged call
 /// (the lanes of a warp reach it together with different handles).
@@ -152,7 +162,7 @@ pub unsafe extern "ptx-kernel" fn vb_malloc_two_heaps(
     lane_bit: u32,
     how: u32,
 ) {
-    let heap = if arch::lane_id() >> lane_bit & 1 == 1 { b } else { a };
+    let heap = lane_heap(a, b, lane_bit);
     // SAFETY: the host passes an array of n pointers.
     unsafe {
         store_per_thread(ptrs, n, |_| if how == 0 { heap.malloc(size) } else { heap.malloc_packed(size) })
@@ -169,7 +179,7 @@ pub unsafe extern "ptx-kernel" fn vb_free_two_heaps(
     n: u64,
     lane_bit: u32,
 ) {
-    let heap = if arch::lane_id() >> lane_bit & 1 == 1 { b } else { a };
+    let heap = lane_heap(a, b, lane_bit);
     let i = arch::global_thread_x();
     if i < n {
         // SAFETY: the host passes the array vb_malloc_two_heaps filled, with the same launch

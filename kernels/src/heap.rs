@@ -1225,13 +1225,12 @@ impl DeviceHeap {
     #[inline(always)]
     fn free_slices_coalesced(&self, seg: u32, local: u32, c: usize, index: u32, addr: u64) {
         let masked = is_mask_class(c);
-        // The block, and whether its class keeps a mask: lanes whose copies disagree on that
-        // (a racing stale free) are not peers, so every peer takes the same path below.
         // The block by its address, which no block of another heap shares (heaps' segments
-        // are disjoint): converged lanes may free into two heaps. Not the class: under free's
-        // contract a live slice pins its block's class, so lanes of one block agree on it.
-        let block =
-            self.mem + ((seg as u64) << SEGMENT_SHIFT) + ((local as u64) << group_block_shift(group_of(c)));
+        // are disjoint: converged lanes may free into two heaps), and whether its class keeps
+        // a mask: lanes whose copies disagree on that (a racing stale free) are not peers, so
+        // every peer takes the same path below. Not the class: under free's contract a live
+        // slice pins its block's class, so lanes of one block agree on it.
+        let block = self.segments().segment_addr(seg) + ((local as u64) << group_block_shift(group_of(c)));
         let key = block << 1 | masked as u64;
         // SAFETY: the mask is activemask's, the lanes that execute this code with this lane;
         // `peers`, those that free slices of this block, all run every collective below (the

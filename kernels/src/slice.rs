@@ -272,6 +272,14 @@ impl<'a> Slots<'a> {
         self.slot_word(self.layout().current_off, row, shard)
     }
 
+    /// Whether slot `shard` of row `row` is one the row takes from (`row_shards`): the
+    /// maintenance calls that take a slot index (`preinstall`, `trim_slot`) leave the others
+    /// alone.
+    #[inline(always)]
+    fn uses_slot(&self, row: usize, shard: u32) -> bool {
+        row < SLOT_ROWS && shard < self.layout().row_shards(row)
+    }
+
     /// The slot of row `row` this multiprocessor takes from: rows with large blocks share
     /// slots between multiprocessors (see `HeapLayout::row_shard_log2`).
     #[inline(always)]
@@ -633,7 +641,7 @@ impl<'a> Slots<'a> {
     /// the row does not use (`shard` at or past its `row_shards`) gets nothing: the row never
     /// takes from it, and past the layout's `shards` its index would name another row's slot.
     pub fn preinstall(&self, row: usize, shard: u32) -> bool {
-        if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
+        if !self.uses_slot(row, shard) {
             return false;
         }
         let slot = self.current(row, shard);
@@ -906,7 +914,7 @@ impl<'a> Slots<'a> {
     /// its index would name another row's slot, whose run this would give back as the wrong
     /// class's.
     pub fn trim_slot(&self, row: usize, shard: u32) {
-        if row >= SLOT_ROWS || shard >= self.layout().row_shards(row) {
+        if !self.uses_slot(row, shard) {
             return;
         }
         self.retire_slot(row, shard);

@@ -1,4 +1,6 @@
 //! Helpers shared by the CPU test binaries (each includes this module with `mod common;`).
+// Not every test binary that includes this module calls every helper.
+#![allow(dead_code)]
 
 /// Fills `size` bytes at `p` with a tag-derived pattern (for large blocks, the first and
 /// last 4 KiB only, to keep tests fast).
@@ -25,7 +27,6 @@ pub fn check(p: *mut u8, size: u64, tag: u64) {
 
 /// After a trim, the heap validates and is whole: no live byte or block, every segment back
 /// in the segment tree.
-#[allow(dead_code)] // not every test binary that includes this module calls it
 pub fn assert_empty(h: &veballoc::kernels::DeviceHeap) {
     h.trim();
     let s = h.validate().expect("heap consistent");
@@ -36,7 +37,6 @@ pub fn assert_empty(h: &veballoc::kernels::DeviceHeap) {
 /// Marks the slices of take `t` of class `c` handed out in a heap with the checks
 /// (`take_slices` leaves that to its caller, as `malloc` does it; the validator checks the
 /// marks): both pieces of a take that crosses a block of its run.
-#[allow(dead_code)] // not every test binary that includes this module calls it
 pub fn mark_taken(h: &veballoc::kernels::DeviceHeap, c: usize, t: &veballoc::kernels::slice::Taken) {
     if h.checking() {
         // SAFETY: the tests pass a take of class `c` from `h` (`take_slices`) that they hold
@@ -61,7 +61,6 @@ fn spans(size: u64) -> Vec<(u64, u64)> {
 }
 
 /// `DeviceHeap::take_slices` with its contract checked: `n` in 1..=`MAX_TAKE`.
-#[allow(dead_code)] // not every test binary that includes this module calls it
 pub fn take_slices(
     h: &veballoc::kernels::DeviceHeap,
     c: usize,
