@@ -313,7 +313,7 @@ fn invalid_frees_are_counted_not_fatal() {
     let cpu = CpuHeap::new(4, 1);
     let h = cpu.heap();
     let p = h.malloc(64);
-    // SAFETY (the five frees): not valid frees, on purpose: pointers the heap never handed
+    // SAFETY: (the five frees) not valid frees, on purpose: pointers the heap never handed
     // out, which it must refuse and count (asserted below). A refused free changes nothing
     // and never touches memory at its pointer; `add` stays inside p's slice and `whole`.
     unsafe {

@@ -57,10 +57,8 @@ impl Bench {
                     Box::new(move |b| {
                         let mut p = 0;
                         // SAFETY: stream-ordered allocation on our stream.
-                        check(
-                            unsafe { cust::sys::cuMemAllocAsync(&mut p, b as usize, raw) },
-                            "cuMemAllocAsync",
-                        )?;
+                        let r = unsafe { cust::sys::cuMemAllocAsync(&mut p, b as usize, raw) };
+                        check(r, "cuMemAllocAsync")?;
                         Ok(p)
                     }),
                     // SAFETY: p came from cuMemAllocAsync on the same stream.

@@ -102,10 +102,8 @@ impl Mapped {
         let mut base = 0;
         let bytes = segments as usize * SEGMENT_BYTES as usize;
         // SAFETY: reserving address space has no preconditions; the range is freed in Drop.
-        check(
-            unsafe { cu::cuMemAddressReserve(&mut base, bytes, SEGMENT_BYTES as usize, 0, 0) },
-            "cuMemAddressReserve",
-        )?;
+        let reserved = unsafe { cu::cuMemAddressReserve(&mut base, bytes, SEGMENT_BYTES as usize, 0, 0) };
+        check(reserved, "cuMemAddressReserve")?;
         let mut m = Mapped { base, device, handles: vec![None; segments as usize] };
         for seg in 0..segments {
             m.map(seg)?;
@@ -137,9 +135,8 @@ impl Mapped {
         // SAFETY: prop describes pinned device memory of a granularity-multiple size (16 MiB).
         check(unsafe { cu::cuMemCreate(&mut h, SEGMENT_BYTES as usize, &prop, 0) }, "cuMemCreate")?;
         // SAFETY: the target range lies in our reservation and is not mapped (handle None).
-        if let Err(e) =
-            check(unsafe { cu::cuMemMap(self.addr(seg), SEGMENT_BYTES as usize, 0, h, 0) }, "cuMemMap")
-        {
+        let mapped = unsafe { cu::cuMemMap(self.addr(seg), SEGMENT_BYTES as usize, 0, h, 0) };
+        if let Err(e) = check(mapped, "cuMemMap") {
             // SAFETY: h is ours and unmapped.
             unsafe { cu::cuMemRelease(h) };
             return Err(e);

@@ -899,10 +899,10 @@ impl DeviceHeap {
             // SAFETY: activemask names the lanes that execute this call with this lane, and all
             // of them reach the match.
             let active = unsafe { arch::match_any_sync_u64(arch::activemask(), self.meta) };
-            // SAFETY (of the collectives of this round): `active` names the lanes that execute
-            // this round with this lane on this heap (the match), and every one of them reaches
-            // each collective below: the branches between rejoin before them (the `band > 0`
-            // test is the same in each lane, as `total` is).
+            // SAFETY: (this and the round's other collectives) `active` names the lanes that
+            // execute this round with this lane on this heap (the match), and every one of them
+            // reaches each collective below: the branches between rejoin before them (the
+            // `band > 0` test is the same in each lane, as `total` is).
             let (mut before, mut total) = unsafe { warp_exclusive_sum(active, units16) };
             // The unit is the same for the whole warp (it depends on the warp's total only).
             let band = packed_band(total);
@@ -918,12 +918,14 @@ impl DeviceHeap {
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
                 // A packed row's runs are one block: the take is one piece.
-                // SAFETY: `total` is the warp's units in the band `packed_band` picks: its 16-byte
-                // units (at most 32 x 4096 / 16) shifted down to at most PACKED_UNITS_PER_WARP
-                // (512), plus at most one per lane for rounding up: below MAX_TAKE.
-                match self
-                    .retry_after_reclaim(|| unsafe { self.slots().take_in_row(packed_row(band), total) })
-                {
+                let take = || {
+                    // SAFETY: `total` is the warp's units in the band `packed_band` picks: its
+                    // 16-byte units (at most 32 x 4096 / 16) shifted down to at most
+                    // PACKED_UNITS_PER_WARP (512), plus at most one per lane for rounding up:
+                    // below MAX_TAKE.
+                    unsafe { self.slots().take_in_row(packed_row(band), total) }
+                };
+                match self.retry_after_reclaim(take) {
                     Some(t) => (base, got) = (t.base, t.got),
                     // Every active lane gets null: count requests, not warps.
                     None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),

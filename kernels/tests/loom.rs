@@ -1480,7 +1480,7 @@ mod real {
                 // A freed slice of its class: of block 0, or of the block the third thread
                 // installed for it and freed.
                 let in_block = (base - MEM) % group_block_bytes(group_of(c));
-                assert!(in_block % slice_bytes(c) == 0, "{base:#x}");
+                assert!(in_block.is_multiple_of(slice_bytes(c)), "{base:#x}");
             }
             let mine: Vec<*mut u8> = got.into_iter().map(|b| b as *mut u8).collect();
             // SAFETY: `mine` is the taker's slice (if any), live, owned here, unused after.
