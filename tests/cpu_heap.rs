@@ -382,6 +382,68 @@ fn out_of_memory_reaches_slices_in_other_shards_blocks() {
     assert_empty(h);
 }
 
+/// `free(null)` does nothing, as C's does: not even count an invalid free.
+#[test]
+fn a_free_of_null_is_not_counted() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    // SAFETY: null, which free ignores.
+    unsafe { h.free(std::ptr::null_mut()) };
+    assert_eq!(h.counter(counter::INVALID_FREE).load_acquire(), 0);
+    assert_empty(h);
+}
+
+/// `release_free_segments` (the host's `trim_memory`) takes free segments from the top
+/// down and leaves `keep` of them in the tree; `reacquire_segment` gives each back.
+#[test]
+fn released_segments_leave_the_free_segments_asked_for() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    let p = h.malloc(512);
+    assert!(!p.is_null());
+    let free = h.validate().expect("heap consistent").free_segments;
+    assert_eq!(free, 7, "one segment formatted for 512 B slices");
+    let mut out = [0u32; 16];
+    let n = h.release_free_segments(2, &mut out);
+    assert_eq!(&out[..n], &[7, 6, 5, 4, 3], "from the top, two left");
+    let s = h.validate().expect("heap consistent");
+    assert_eq!((s.free_segments, s.released_segments), (2, 5));
+    assert_eq!(h.release_free_segments(2, &mut out), 0, "no more than asked");
+    for &seg in &out[..n] {
+        // SAFETY: seg was taken out by release_free_segments above, is given back once, and
+        // its memory (the CPU model's) was never unmapped.
+        unsafe { h.reacquire_segment(seg) };
+    }
+    assert_eq!(h.validate().expect("heap consistent").free_segments, 7);
+    // SAFETY: p came from the malloc above, is freed once and not used after.
+    unsafe { h.free(p) };
+    assert_empty(h);
+}
+/// Before a null, a take looks in its row's other slots (`Slots::steal`): a slot whose block
+/// holds a live slice keeps it through a sweep (`retire_if_idle`), so the rest of that block
+/// is the class's last memory. (The threaded test above may end with nothing left in other
+/// slots, as its threads stop at their own counts.)
+#[test]
+fn a_class_out_of_blocks_takes_the_slices_left_in_another_slot() {
+    let cpu = CpuHeap::new(4, 2);
+    let h = cpu.heap();
+    let c = class_of(16);
+    assert_eq!(h.layout().row_shards(c), 2, "two slots for the class");
+    set_host_thread_index(1);
+    let one = common::take_slices(h, c, 1).expect("a slice");
+    common::mark_taken(h, c, &one);
+    set_host_thread_index(0);
+    let per = slices_per_block(c);
+    let mut got = one.total() as u64;
+    while let Some(t) = common::take_slices(h, c, per) {
+        common::mark_taken(h, c, &t);
+        got += t.total() as u64;
+    }
+    let all = 4 * blocks_per_segment(c) as u64 * per as u64;
+    assert_eq!(got, all, "every slice of the heap, the other slot's last ones too");
+    assert_eq!(h.validate().expect("heap consistent").live_slices[c], all);
+}
+
 /// Issue 9.2: every size gets the smallest class that holds it: within 16 bytes below 64 B,
 /// at most 25% more from 64 B up, mid sizes (4 KiB .. 1 MiB) as slices and larger ones as
 /// whole blocks of their class, not rounded to a 64 KiB block. The heap validates throughout.

@@ -232,3 +232,25 @@ impl<'a> Segments<'a> {
 }
 
 const _: () = assert!(MAX_BLOCKS_PER_SEGMENT as u64 * crate::class::group_block_bytes(0) == SEGMENT_BYTES);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A formatted entry decodes to its group only for the heap's groups: a group byte past
+    /// them (a corrupted table) is corrupt, so that neither `free` nor the validator uses it
+    /// as a block geometry.
+    #[test]
+    fn entries_of_groups_past_the_last_are_corrupt() {
+        for g in 0..NUM_GROUPS {
+            assert_eq!(seg_kind(SegFlags::FORMATTED.bits() | g as u32), SegKind::Group(g));
+        }
+        for g in [NUM_GROUPS, CLASS_MASK as usize] {
+            let entry = SegFlags::FORMATTED.bits() | g as u32;
+            assert_eq!(seg_kind(entry), SegKind::Corrupt(entry));
+        }
+        assert_eq!(seg_kind(0), SegKind::Free);
+        assert_eq!(seg_kind(SegFlags::HOST.bits()), SegKind::Host);
+        assert_eq!(seg_kind(SegFlags::RELEASED.bits()), SegKind::Released);
+    }
+}

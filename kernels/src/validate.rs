@@ -462,6 +462,150 @@ mod tests {
     use super::*;
     use crate::cpu::CpuHeap;
 
+    /// The segment-level checks: the tree against the table, blocks-out counts, block bits
+    /// outside their group's segments, and a free segment's block metadata. Each is broken
+    /// by hand, reported as its own error, and mended.
+    #[test]
+    fn segment_trees_tables_and_counts_are_checked() {
+        let cpu = CpuHeap::new(4, 8);
+        let h = cpu.heap();
+        // 512 B slices: a segment of group 4 (1 MiB blocks), one block out.
+        let p = h.malloc(512);
+        assert!(!p.is_null());
+        h.validate().expect("consistent");
+        let seg = ((p as u64 - h.mem) >> crate::SEGMENT_SHIFT) as u32;
+        let g = group_of(crate::class::class_of(512));
+        assert_ne!(seg, 3, "segment 3 stays free");
+        // A blocks-out count one above the blocks missing from the tree.
+        let out = h.segments().seg_out(seg);
+        // Relaxed: one thread, no kernel running.
+        out.fetch_add_relaxed(1);
+        assert_eq!(h.validate(), Err(HeapError::OutCount { seg, counted: 2, found: 1 }));
+        // Relaxed: as above.
+        out.fetch_add_relaxed(1u32.wrapping_neg());
+        // A free segment missing from the segment tree.
+        assert!(h.segments().seg_tree().remove(3));
+        assert_eq!(h.validate(), Err(HeapError::SegmentTreeMismatch { seg: 3, entry: 0 }));
+        h.segments().seg_tree().insert(3);
+        // A block of the group's tree inside a free segment.
+        assert!(h.blocks().block_tree(g).insert(gid_of(3, 0)));
+        assert_eq!(h.validate(), Err(HeapError::StrayBlockBit { seg: 3, group: g }));
+        assert!(h.blocks().block_tree(g).remove_range_exact(gid_of(3, 0), 1));
+        // A block of a free segment whose metadata its next format would not take as parked.
+        let m = h.blocks().block_meta(3, 5);
+        // Relaxed: as above.
+        m.freed.store_relaxed(1);
+        assert_eq!(h.validate(), Err(HeapError::FreeBlockNotParked { seg: 3, local: 5 }));
+        // Relaxed: as above.
+        m.freed.store_relaxed(0);
+        // A parked block of the formatted segment taken out of its tree (and counted out):
+        // handed out as nothing.
+        let local = h.block_of(p as u64, crate::class::class_of(512)).1 + 1;
+        assert!(h.blocks().block_tree(g).remove_range_exact(gid_of(seg, local), 1));
+        // Relaxed: as above.
+        out.fetch_add_relaxed(1);
+        assert_eq!(h.validate(), Err(HeapError::ParkedBlockOutOfTree { seg, local }));
+        // Relaxed: as above.
+        out.fetch_add_relaxed(1u32.wrapping_neg());
+        h.blocks().block_tree(g).insert(gid_of(seg, local));
+        h.validate().expect("consistent again");
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
+        h.trim();
+        assert_eq!(h.validate().expect("consistent").free_segments, 4);
+    }
+
+    /// A slice block's free count against what its slot handed out: more frees than
+    /// hand-outs, or every slice free in a block that was not recycled.
+    #[test]
+    fn free_counts_above_the_hand_outs_or_unrecycled_blocks_are_errors() {
+        let cpu = CpuHeap::new(4, 1);
+        let h = cpu.heap();
+        let c = crate::class::class_of(512);
+        assert!(!crate::class::is_mask_class(c), "a class that counts its frees");
+        let per = slices_per_block(c);
+        let (p, q) = (h.malloc(512), h.malloc(512));
+        let (seg, local) = h.block_of(p as u64, c);
+        let freed = &h.blocks().block_meta(seg, local).freed;
+        // Current: two slices handed out. A third free would be one more than that.
+        // Relaxed: one thread, no kernel running.
+        freed.store_relaxed(3);
+        assert_eq!(h.validate(), Err(HeapError::OverFreed { seg, local }));
+        // Relaxed: as above.
+        freed.store_relaxed(0);
+        // Retired: the slot gave back the slices it had not handed out; two stay live.
+        h.trim();
+        // Relaxed: as above.
+        assert_eq!(freed.load_relaxed(), per - 2);
+        assert_eq!(h.validate().expect("consistent").live_slices[c], 2);
+        // Relaxed: as above. Every slice free, but the block still out of its tree.
+        freed.store_relaxed(per);
+        assert_eq!(h.validate(), Err(HeapError::NotRecycled { seg, local }));
+        // Relaxed: as above.
+        freed.store_relaxed(per + 1);
+        assert_eq!(h.validate(), Err(HeapError::OverFreed { seg, local }));
+        // Relaxed: as above.
+        freed.store_relaxed(per - 2);
+        for x in [p, q] {
+            // SAFETY: p and q came from the mallocs above; each is freed once and not used after.
+            unsafe { h.free(x) };
+        }
+        h.trim();
+        assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
+    }
+
+    /// A run of whole blocks whose length reaches one block past the heap's last: every
+    /// block after its head is its tail up to the heap's end, so only the head's bound
+    /// catches it.
+    #[test]
+    fn a_run_one_block_past_the_heap_is_an_error() {
+        let cpu = CpuHeap::new(4, 1);
+        let h = cpu.heap();
+        let p = h.malloc(h.capacity());
+        assert_eq!(p as u64, h.mem, "the whole heap, as one run");
+        h.validate().expect("consistent");
+        let meta = h.blocks().block_meta(0, 0);
+        // Relaxed: one thread, no kernel running.
+        let k = meta.freed.load_relaxed();
+        // Relaxed: as above.
+        meta.freed.store_relaxed(k + 1);
+        assert_eq!(h.validate(), Err(HeapError::BadBlockRun { seg: 0, local: 0 }));
+        // Relaxed: as above.
+        meta.freed.store_relaxed(k);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
+        assert_eq!(h.validate().expect("consistent").free_segments, 4);
+    }
+
+    /// A stale free of a mask class that races into a block during a life of a class that
+    /// counts its frees leaves bits in the block's free mask, which parking keeps (review of
+    /// r31). The install of the block for a mask class clears them: else its new life would
+    /// start with slices marked free that it never handed out.
+    #[test]
+    fn an_install_for_a_mask_class_clears_stale_mask_bits() {
+        let cpu = CpuHeap::new(4, 1);
+        let h = cpu.heap();
+        let (small, big) = (crate::class::class_of(512), crate::class::class_of(40_000));
+        assert!(!crate::class::is_mask_class(small) && crate::class::is_mask_class(big));
+        assert_eq!(group_of(small), group_of(big));
+        let p = h.malloc(512);
+        let (seg, local) = h.block_of(p as u64, small);
+        // Relaxed: one thread, no kernel running (the bits a racing stale free ORs in).
+        h.blocks().free_mask(seg, local).store_relaxed(0b1110_0000);
+        // SAFETY: p came from the malloc above, is freed once and not used after.
+        unsafe { h.free(p) };
+        h.trim();
+        let q = h.malloc(40_000);
+        assert_eq!(h.block_of(q as u64, big), (seg, local), "the same block, now of the mask class");
+        // Relaxed: as above.
+        assert_eq!(h.blocks().free_mask(seg, local).load_relaxed(), 0);
+        assert_eq!(h.validate().expect("consistent").live_slices[big], 1);
+        // SAFETY: q came from the malloc above, is freed once and not used after.
+        unsafe { h.free(q) };
+        h.trim();
+        assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
+    }
+
     /// Sweeps, trims and steals look at a row's first `row_shards` slots only, so a run in a
     /// slot past them would never be reclaimed: the validator reports one.
     #[test]

@@ -83,6 +83,26 @@ fn runs() {
     t.check().unwrap();
 }
 
+/// `free_before` counts the free indices right below `x`, down to the first taken one: a
+/// word whose free run below `x` stops just above its bit 0 ends the count there, and the
+/// free bits at the top of the word before do not join it (a count that ran on made
+/// `fresh_run` take a head of blocks that is not free, and serve the run with a fresh
+/// segment more, or null).
+#[test]
+fn free_before_stops_at_the_first_taken_index() {
+    let (w, l) = storage(256);
+    let t = Veb::new(&w, l);
+    t.insert_range(60, 4); // 60..=63: the top of word 0
+    t.insert_range(65, 63); // 65..=127: word 1 but its bit 0
+    assert_eq!(t.free_before(128, 1000), 63);
+    assert_eq!(t.free_before(128, 10), 10);
+    assert_eq!(t.free_before(65, 1000), 0);
+    assert_eq!(t.free_before(64, 1000), 4);
+    assert!(t.insert(64));
+    assert_eq!(t.free_before(128, 1000), 68, "one run across the word boundary");
+    assert_eq!(t.free_before(0, 1000), 0);
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     Insert(u64),
@@ -92,6 +112,7 @@ enum Op {
     InsertRange(u64, u64),
     RemoveRange(u64, u64),
     Succ(u64),
+    FreeBefore(u64, u64),
 }
 
 fn op(universe: u64) -> impl Strategy<Value = Op> {
@@ -103,6 +124,7 @@ fn op(universe: u64) -> impl Strategy<Value = Op> {
         (0..universe, 1..300u64).prop_map(move |(s, k)| Op::InsertRange(s, k.min(universe - s))),
         (0..universe, 1..300u64).prop_map(move |(s, k)| Op::RemoveRange(s, k.min(universe - s))),
         (0..universe + 5).prop_map(Op::Succ),
+        (0..universe + 1, 1..200u64).prop_map(|(x, max)| Op::FreeBefore(x, max)),
     ]
 }
 
@@ -136,6 +158,10 @@ proptest! {
                     if all { for i in s..s + k { m.remove(&i); } }
                 }
                 Op::Succ(x) => prop_assert_eq!(t.successor(x), m.range(x..).next().copied()),
+                Op::FreeBefore(x, max) if x <= universe => {
+                    let run = (0..x).rev().take_while(|i| m.contains(i)).count() as u64;
+                    prop_assert_eq!(t.free_before(x, max), run.min(max));
+                }
                 _ => {}
             }
             prop_assert_eq!(t.count(), m.len() as u64);
