@@ -341,9 +341,11 @@ fn invalid_frees_are_counted_not_fatal() {
 #[test]
 fn out_of_memory_reaches_slices_in_other_shards_blocks() {
     // Two segments of 4 KiB slices = 32 blocks of 256 slices (8192 slices), shared by 8
-    // threads on 8 shards, each wanting at most 1500 (12000 in all): the slices left in
-    // other shards' current blocks reach a thread only if, before reporting null, it takes
-    // what other shards' blocks still hold.
+    // threads on 8 shards, each wanting at most 1500 (12000 in all): every slice is handed
+    // out once and the heap fills. In a heap this small the 4 KiB row has one slot
+    // (`row_shard_log2` 0), which all 8 threads share, so this does not reach `steal`
+    // (mutation testing, r41); `a_class_out_of_blocks_takes_the_slices_left_in_another_slot`
+    // does.
     const THREADS: usize = 8;
     const WANT: usize = 1500;
     let cpu = CpuHeap::new(2, SHARDS);
@@ -419,6 +421,7 @@ fn released_segments_leave_the_free_segments_asked_for() {
     unsafe { h.free(p) };
     assert_empty(h);
 }
+
 /// Before a null, a take looks in its row's other slots (`Slots::steal`): a slot whose block
 /// holds a live slice keeps it through a sweep (`retire_if_idle`), so the rest of that block
 /// is the class's last memory. (The threaded test above may end with nothing left in other
