@@ -29,7 +29,7 @@ pub struct HandOut<'a> {
 
 impl<'a> HandOut<'a> {
     /// The bitmap of the heap whose segment memory starts at `mem` and whose metadata starts
-    /// with `layout`. [`crate::DeviceHeap::hand_out`] builds it safely.
+    /// with `layout`. `DeviceHeap::hand_out` builds it safely.
     ///
     /// ```compile_fail,E0133
     /// // Every method writes relative to the layout's address: a stack value is no heap.

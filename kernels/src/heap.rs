@@ -301,37 +301,50 @@ impl DeviceHeap {
         unsafe { &*(self.meta as usize as *const HeapLayout) }
     }
 
-    /// The segment layer: segment tree, table, blocks-out counts, runs. The layers are the
-    /// allocator's internals (public for the loom models and tools), safe to have because
-    /// they come from a valid heap: their methods that keep the heap's invariants only when
-    /// called as the heap calls them (give-backs, marks and maintenance by caller-given index)
-    /// are `unsafe fn`s; the takes, claims, trims and readers are safe.
-    #[inline(always)]
-    pub fn segments(&self) -> Segments<'_> {
-        // SAFETY: the layout is this heap's metadata header and `mem` its segment 0
-        // (from_raw_parts's contract), valid while the handle is.
-        unsafe { Segments::new(self.mem, self.layout()) }
+    internals! {
+        /// The segment layer: segment tree, table, blocks-out counts, runs. The layers are
+        /// the allocator's internals: public with the crate's feature `internals` (the tests,
+        /// the loom models and tools), crate-private without it, so that a kernel's code sees
+        /// `malloc`, `free` and their kin. Safe to have because they come from a valid heap:
+        /// their methods that keep the heap's invariants only when called as the heap calls
+        /// them (give-backs, marks and maintenance by caller-given index) are `unsafe fn`s;
+        /// the takes, claims, trims and readers are safe.
+        #[inline(always)]
+        fn segments(&self) -> Segments<'_> {
+            // SAFETY: the layout is this heap's metadata header and `mem` its segment 0
+            // (from_raw_parts's contract), valid while the handle is.
+            unsafe { Segments::new(self.mem, self.layout()) }
+        }
     }
 
-    /// The block layer (with the segments beneath): block metadata, block trees, formatters.
-    #[inline(always)]
-    pub fn blocks(&self) -> Blocks<'_> {
-        Blocks::new(self.segments())
+    internals! {
+        /// The block layer (with the segments beneath): block metadata, block trees,
+        /// formatters. Public with the feature `internals` (see `segments`).
+        #[inline(always)]
+        fn blocks(&self) -> Blocks<'_> {
+            Blocks::new(self.segments())
+        }
     }
 
-    /// The slice layer (with the blocks beneath): the current-block slots.
-    #[inline(always)]
-    pub fn slots(&self) -> Slots<'_> {
-        Slots::new(self.blocks())
+    internals! {
+        /// The slice layer (with the blocks beneath): the current-block slots. Public with
+        /// the feature `internals` (see `segments`).
+        #[inline(always)]
+        fn slots(&self) -> Slots<'_> {
+            Slots::new(self.blocks())
+        }
     }
 
-    /// The hand-out bitmap. Panics on a heap that has none (not `checking()`), whose
-    /// `bits_off` is 0: its words would be the metadata header's (review of r39).
-    #[inline(always)]
-    pub fn hand_out(&self) -> HandOut<'_> {
-        assert!(self.checking(), "this heap has no hand-out bitmap");
-        // SAFETY: as in `segments`, and the heap has the bitmap (checked above).
-        unsafe { HandOut::new(self.mem, self.layout()) }
+    internals! {
+        /// The hand-out bitmap. Panics on a heap that has none (not `checking()`), whose
+        /// `bits_off` is 0: its words would be the metadata header's (review of r39). Public
+        /// with the feature `internals` (see `segments`).
+        #[inline(always)]
+        fn hand_out(&self) -> HandOut<'_> {
+            assert!(self.checking(), "this heap has no hand-out bitmap");
+            // SAFETY: as in `segments`, and the heap has the bitmap (checked above).
+            unsafe { HandOut::new(self.mem, self.layout()) }
+        }
     }
 
     /// Whether this heap runs the checks (compiled in and given a bitmap).

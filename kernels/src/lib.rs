@@ -16,6 +16,21 @@
 // and with the `allocator-api` feature, so that host builds work on stable too.
 #![cfg_attr(any(target_arch = "nvptx64", feature = "allocator-api"), feature(allocator_api))]
 
+/// Declares an associated function that is `pub` with the feature `internals` (and under
+/// loom, whose models drive the layers directly) and crate-private without it: the layer
+/// accessors of `DeviceHeap`, which only the tests and tools need.
+macro_rules! internals {
+    ($(#[$attr:meta])* fn $($rest:tt)*) => {
+        #[cfg(any(feature = "internals", loom))]
+        $(#[$attr])*
+        pub fn $($rest)*
+        #[cfg(not(any(feature = "internals", loom)))]
+        $(#[$attr])*
+        #[allow(dead_code)]
+        pub(crate) fn $($rest)*
+    };
+}
+
 pub mod arch;
 pub mod atomic;
 pub mod block;

@@ -78,7 +78,7 @@ pub struct Segments<'a> {
 
 impl<'a> Segments<'a> {
     /// The segments of the heap whose segment memory starts at `mem` and whose metadata starts
-    /// with `layout`. [`crate::DeviceHeap::segments`] builds it safely.
+    /// with `layout`. `DeviceHeap::segments` builds it safely.
     ///
     /// ```compile_fail,E0133
     /// // Every method reads and writes relative to the layout's address: a stack value is no
