@@ -160,3 +160,56 @@ fn realloc_layout_gives_the_layout_s_alignment() {
     }
     assert_empty(h);
 }
+
+/// `Allocator::grow` and `shrink` to a larger alignment move a block that lacks it (with its
+/// contents) even where its usable size holds the new size: a 64-byte slice at 64 bytes into
+/// its block stays 64 bytes but must move to be 4096-aligned; shrunk to 32 bytes aligned to
+/// 128, it must move too. And `allocate` hands out the whole usable size.
+#[test]
+fn grow_and_shrink_to_a_larger_alignment_move_the_block() {
+    use std::alloc::Allocator;
+    use std::ptr::NonNull;
+    let cpu = CpuHeap::with_checks(4, 1, false);
+    let h = *cpu.heap();
+    let (first, p) = (h.malloc(64), h.malloc(64));
+    assert_eq!(p as u64, first as u64 + 64, "the next slice: 64 mod 128");
+    // SAFETY: p holds 64 bytes, ours.
+    unsafe { p.cast::<u64>().write(0x5eed) };
+    let old = Layout::from_size_align(64, 8).unwrap();
+    let page = Layout::from_size_align(64, 4096).unwrap();
+    // SAFETY: p is a live 64-byte block of this heap (old's size, aligned to 8); grow frees it.
+    let q = unsafe { h.grow(NonNull::new(p).unwrap(), old, page) }.unwrap();
+    let q = q.cast::<u8>();
+    assert!((q.as_ptr() as usize).is_multiple_of(4096), "grow kept a block misaligned for 4 KiB");
+    // SAFETY: q holds at least 64 bytes, the contents moved from p.
+    assert_eq!(unsafe { q.cast::<u64>().read() }, 0x5eed);
+    // A 64-byte slice at 64 mod 128 (the slices before it are freed at the end).
+    let mut before = vec![first];
+    let mut p = h.malloc(64);
+    while (p as usize).is_multiple_of(128) {
+        before.push(p);
+        p = h.malloc(64);
+    }
+    // SAFETY: p holds 64 bytes, ours.
+    unsafe { p.cast::<u64>().write(0xfeed) };
+    let small = Layout::from_size_align(32, 128).unwrap();
+    // SAFETY: p is a live 64-byte block of this heap (old); shrink frees it if it moves.
+    let r = unsafe { h.shrink(NonNull::new(p).unwrap(), old, small) }.unwrap().cast::<u8>();
+    assert!((r.as_ptr() as usize).is_multiple_of(128), "shrink kept a block misaligned for 128");
+    // SAFETY: r holds at least 32 bytes, the contents moved from p.
+    assert_eq!(unsafe { r.cast::<u64>().read() }, 0xfeed);
+    let hundred = Layout::from_size_align(100, 8).unwrap();
+    let s = h.allocate(hundred).unwrap();
+    assert_eq!(s.len() as u64, h.usable_size(s.cast::<u8>().as_ptr()), "the whole slice is the caller's");
+    assert!(s.len() > 100);
+    // SAFETY: each block is live and ours, freed once with the layout it has now.
+    unsafe {
+        h.deallocate(s.cast(), hundred);
+        h.deallocate(q, page);
+        h.deallocate(r, small);
+        for b in before {
+            h.free(b);
+        }
+    }
+    assert_empty(&h);
+}

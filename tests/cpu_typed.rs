@@ -257,3 +257,27 @@ fn large_alignments() {
     drop((odd, a, b, c, d, v));
     assert_empty(&cpu);
 }
+
+/// A growing vector's capacity: at least four elements (and 16 bytes' worth) at first, then
+/// doubling when full, so that pushes cost amortised O(1) copies.
+#[test]
+fn vectors_start_at_four_elements_and_double() {
+    // Each class formats its own segment: room for the three the vectors take.
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    let mut v = DVec::<u32>::new(h);
+    v.push(0).unwrap();
+    assert_eq!(v.capacity(), 4, "16 bytes of u32");
+    for i in 1..4 {
+        v.push(i).unwrap();
+    }
+    assert_eq!(v.capacity(), 4);
+    v.push(4).unwrap();
+    assert_eq!(v.capacity(), 8, "full: doubled");
+    assert_eq!(v.as_slice(), [0, 1, 2, 3, 4]);
+    let mut w = DVec::<[u64; 4]>::new(h);
+    w.push([7; 4]).unwrap();
+    assert_eq!(w.capacity(), 4, "at least four elements, however large");
+    drop((v, w));
+    assert_empty(&cpu);
+}

@@ -283,3 +283,55 @@ fn install_waiters_poll_fast_only_where_few_share_a_slot() {
     assert!(fast_rows >= 7, "{fast_rows} rows poll fast");
     const { assert!(FAST_POLL_MAX_SLEEP_NS < veballoc_kernels::BACKOFF_MAX_NS) };
 }
+
+/// Only the odd classes of the eight-per-doubling band (72 .. 240 B) move up for a lane of a
+/// mixed warp: every other class stays, so a mixed warp's lane never gets more than 25% over
+/// its size (the first class above 256 B, 320 B, taking 384 B would be 49% over 257 B).
+#[test]
+fn mixed_warps_move_up_only_in_the_eight_per_doubling_band() {
+    for c in 0..NUM_CLASSES {
+        let s = slice_bytes(c);
+        let moves = [72, 88, 104, 120, 144, 176, 208, 240].contains(&s);
+        assert_eq!(warp_class(c, false), if moves { c + 1 } else { c }, "class {c} ({s} B)");
+    }
+    for size in 65..=8192u64 {
+        let coarse = slice_bytes(warp_class(class_of(size), false));
+        assert!(coarse * 4 <= size * 5, "size {size}: {coarse}");
+    }
+}
+
+/// The slots each row uses in an 8 GiB heap with the default shards (`row_shard_log2`): 32
+/// for rows of 512 KiB blocks, half a share (8) for rows of 1 MiB blocks and half of that
+/// again (4) for the classes above 4 KiB; one slot where a share holds one block.
+#[test]
+fn row_slots_follow_the_pin_budget() {
+    use veballoc_kernels::class::FINE_CLASS0;
+    use veballoc_kernels::heap::DEFAULT_SHARDS;
+    use veballoc_kernels::layout::HeapLayout;
+    let layout = HeapLayout::new(HeapLayout::segments_for_bytes(8 << 30), DEFAULT_SHARDS, false);
+    let slots = |size: u64| layout.row_shards(class_of(size));
+    assert_eq!(block_bytes(class_of(128)), 512 << 10);
+    assert_eq!(slots(128), 32, "512 KiB blocks: a full share");
+    assert_eq!(block_bytes(class_of(144)), 1 << 20);
+    assert_eq!(slots(144), 8, "1 MiB blocks: half a share");
+    assert_eq!(slots(4096), 8, "the last class of four per doubling");
+    assert_eq!(class_of(4097), FINE_CLASS0);
+    assert_eq!(slots(4097), 4, "the first class above 4 KiB: a quarter share");
+    assert_eq!(slots(MAX_CLASS_BYTES), 1, "a 4 MiB block is the whole quarter share");
+}
+
+/// The largest heap `checked_segments_for_bytes` and `try_new` accept is `MAX_SEGMENTS`
+/// segments, exactly; one more segment is refused.
+#[test]
+fn the_largest_heap_is_accepted_and_one_segment_more_refused() {
+    use veballoc_kernels::layout::HeapLayout;
+    use veballoc_kernels::SEGMENT_SHIFT;
+    let max = HeapLayout::MAX_SEGMENTS;
+    let bytes = (max as u64) << SEGMENT_SHIFT;
+    assert_eq!(HeapLayout::checked_segments_for_bytes(bytes), Some(max));
+    assert_eq!(HeapLayout::checked_segments_for_bytes(bytes + SEGMENT_BYTES - 1), Some(max));
+    assert_eq!(HeapLayout::checked_segments_for_bytes(bytes + SEGMENT_BYTES), None);
+    assert_eq!(HeapLayout::checked_segments_for_bytes(SEGMENT_BYTES - 1), None);
+    assert!(HeapLayout::try_new(max, 1, false).is_some());
+    assert!(HeapLayout::try_new(max + 1, 1, false).is_none());
+}
