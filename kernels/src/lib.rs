@@ -26,7 +26,6 @@ macro_rules! internals {
         pub fn $($rest)*
         #[cfg(not(any(feature = "internals", loom)))]
         $(#[$attr])*
-        #[allow(dead_code)]
         pub(crate) fn $($rest)*
     };
 }

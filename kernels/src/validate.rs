@@ -473,8 +473,9 @@ mod tests {
         let p = h.malloc(512);
         assert!(!p.is_null());
         h.validate().expect("consistent");
-        let seg = ((p as u64 - h.mem) >> crate::SEGMENT_SHIFT) as u32;
-        let g = group_of(crate::class::class_of(512));
+        let c = crate::class::class_of(512);
+        let (seg, _) = h.block_of(p as u64, c);
+        let g = group_of(c);
         assert_ne!(seg, 3, "segment 3 stays free");
         // A blocks-out count one above the blocks missing from the tree.
         let out = h.segments().seg_out(seg);
