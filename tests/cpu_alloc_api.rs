@@ -21,20 +21,20 @@ fn assert_empty(h: &DeviceHeap) {
 #[test]
 fn vec_box_and_btreemap_live_in_the_heap() {
     let cpu = CpuHeap::with_checks(8, 4, false);
-    let h = *cpu.heap();
+    let h = cpu.heap();
     let (lo, hi) = (h.mem(), h.mem() + h.capacity());
     {
-        let mut v: Vec<u32, DeviceHeap> = Vec::new_in(h);
+        let mut v: Vec<u32, &DeviceHeap> = Vec::new_in(h);
         for i in 0..100_000u32 {
             v.push(i);
         }
         let at = v.as_ptr() as u64;
         assert!((lo..hi).contains(&at), "the Vec's buffer is in the heap");
         assert!(v.iter().enumerate().all(|(i, &x)| x == i as u32));
-        assert!(stats(&h).bytes_in_use >= 400_000);
+        assert!(stats(h).bytes_in_use >= 400_000);
         let b = Box::new_in([7u64; 300], h);
         assert!((lo..hi).contains(&(b.as_ptr() as u64)));
-        let mut m: BTreeMap<u64, Vec<u8, DeviceHeap>, DeviceHeap> = BTreeMap::new_in(h);
+        let mut m: BTreeMap<u64, Vec<u8, &DeviceHeap>, &DeviceHeap> = BTreeMap::new_in(h);
         for k in 0..2000u64 {
             let mut bytes = Vec::new_in(h);
             bytes.extend_from_slice(&k.to_le_bytes());
@@ -42,13 +42,13 @@ fn vec_box_and_btreemap_live_in_the_heap() {
         }
         assert_eq!(m.len(), 2000);
         assert!(m.values().all(|b| b.len() == 8));
-        let mut s: Vec<u8, DeviceHeap> = Vec::new_in(h);
+        let mut s: Vec<u8, &DeviceHeap> = Vec::new_in(h);
         use std::io::Write;
         let word = "formatted";
         write!(&mut s, "{word} {}", 6 * 7).unwrap();
         assert_eq!(&s[..], b"formatted 42");
     }
-    assert_empty(&h);
+    assert_empty(h);
 }
 
 /// Every power-of-two alignment the heap's base allows is honoured exactly (the CPU-model
@@ -59,7 +59,7 @@ fn vec_box_and_btreemap_live_in_the_heap() {
 fn alignments_are_honoured_or_refused() {
     use std::alloc::Allocator;
     let cpu = CpuHeap::with_checks(8, 4, false);
-    let h = *cpu.heap();
+    let h = cpu.heap();
     let base_align = 1usize << h.mem().trailing_zeros().min(24);
     for shift in 0..=24u32 {
         let align = 1usize << shift;
@@ -86,35 +86,35 @@ fn alignments_are_honoured_or_refused() {
     assert_eq!(&*b as *const Page as usize % 4096, 0);
     assert_eq!(b.0[4095], 1);
     drop(b);
-    assert_empty(&h);
+    assert_empty(h);
 }
 
 /// Zero-sized values never allocate; a full heap is an error for the try-APIs.
 #[test]
 fn zero_sized_values_take_nothing_and_full_is_an_error() {
     let cpu = CpuHeap::with_checks(2, 1, false);
-    let h = *cpu.heap();
+    let h = cpu.heap();
     let unit = Box::new_in((), h);
-    let mut zs: Vec<(), DeviceHeap> = Vec::new_in(h);
+    let mut zs: Vec<(), &DeviceHeap> = Vec::new_in(h);
     for _ in 0..1000 {
         zs.push(());
     }
-    assert_eq!(stats(&h).bytes_in_use, 0, "zero-sized values took memory");
+    assert_eq!(stats(h).bytes_in_use, 0, "zero-sized values took memory");
     drop((unit, zs));
-    let mut big: Vec<u8, DeviceHeap> = Vec::new_in(h);
+    let mut big: Vec<u8, &DeviceHeap> = Vec::new_in(h);
     assert!(big.try_reserve(3 << 24).is_err(), "more than the heap holds");
     assert!(big.try_reserve(1 << 20).is_ok());
     assert!(Box::try_new_in([0u8; 64], h).is_ok());
     drop(big);
-    assert_empty(&h);
+    assert_empty(h);
 }
 
 /// A Vec grows in place while its slice or block has room (usable size), and shrinks in place.
 #[test]
 fn vectors_grow_and_shrink_in_place_when_the_block_has_room() {
     let cpu = CpuHeap::with_checks(4, 1, false);
-    let h = *cpu.heap();
-    let mut v: Vec<u8, DeviceHeap> = Vec::with_capacity_in(100, h);
+    let h = cpu.heap();
+    let mut v: Vec<u8, &DeviceHeap> = Vec::with_capacity_in(100, h);
     v.extend(std::iter::repeat_n(1u8, 100));
     let p = v.as_ptr();
     // The slice the heap gave (100 bytes round up to their class).
@@ -131,7 +131,7 @@ fn vectors_grow_and_shrink_in_place_when_the_block_has_room() {
     v.shrink_to_fit();
     assert_eq!(v.as_ptr(), q, "shrank in place");
     drop(v);
-    assert_empty(&h);
+    assert_empty(h);
 }
 
 /// `realloc_layout` keeps a pointer in place only where it has the layout's alignment: a
@@ -170,7 +170,7 @@ fn grow_and_shrink_to_a_larger_alignment_move_the_block() {
     use std::alloc::Allocator;
     use std::ptr::NonNull;
     let cpu = CpuHeap::with_checks(4, 1, false);
-    let h = *cpu.heap();
+    let h = cpu.heap();
     let (first, p) = (h.malloc(64), h.malloc(64));
     assert_eq!(p as u64, first as u64 + 64, "the next slice: 64 mod 128");
     // SAFETY: p holds 64 bytes, ours.
@@ -211,5 +211,5 @@ fn grow_and_shrink_to_a_larger_alignment_move_the_block() {
             h.free(b);
         }
     }
-    assert_empty(&h);
+    assert_empty(h);
 }

@@ -26,14 +26,24 @@ const AUTO_TRIES: u32 = 20;
 ///
 /// ```compile_fail,E0616
 /// fn on_the_host(arg: veballoc::HeapArg) {
-///     let _ = arg.0.layout(); // the field is private: no device handle on the host
+///     let _ = arg.meta; // the fields are private: no device handle on the host
 /// }
 /// ```
-#[repr(transparent)]
+///
+/// The handle's three words, in its order (`DeviceHeap` is `#[repr(C)]`), so that the kernel
+/// receives them as its `DeviceHeap`: on the host `DeviceHeap` is neither `Copy` nor `Clone`
+/// (a copy of a CPU heap's handle could outlive its memory), and `cust` needs a `Copy`
+/// argument.
+#[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct HeapArg(DeviceHeap);
+pub struct HeapArg {
+    mem: u64,
+    meta: u64,
+    num_segments: u64,
+}
+const _: () = assert!(core::mem::size_of::<HeapArg>() == core::mem::size_of::<DeviceHeap>());
 
-// SAFETY: DeviceHeap is plain old data (addresses, counts and offsets), valid to copy to the GPU.
+// SAFETY: three u64s (addresses and a count), valid to copy to the GPU.
 unsafe impl DeviceCopy for HeapArg {}
 
 /// Types of which every bit pattern is a value: what a copy of device bytes may produce
@@ -300,7 +310,11 @@ impl Heap {
     /// is destroyed: its addresses are device addresses, which a method called on the host
     /// would read as host memory (`stats`, `read` and the like are the host's views).
     pub unsafe fn handle(&self) -> DeviceHeap {
-        self.handle
+        // SAFETY: the same words as this heap's own handle, valid as it is (the caller's
+        // contract says where it may be used).
+        unsafe {
+            DeviceHeap::from_raw_parts(self.handle.mem(), self.handle.meta(), self.handle.num_segments())
+        }
     }
 
     /// Address of segment 0 in device memory: allocations lie in `base() .. base() +
@@ -311,7 +325,7 @@ impl Heap {
 
     /// The handle wrapped for `cust::launch!`.
     pub fn arg(&self) -> HeapArg {
-        HeapArg(self.handle)
+        HeapArg { mem: self.handle.mem(), meta: self.handle.meta(), num_segments: self.handle.num_segments() }
     }
 
     /// Where the heap's metadata parts live.

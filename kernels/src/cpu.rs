@@ -77,11 +77,35 @@ impl CpuHeap {
         Self { mem, mem_layout, _meta: meta, heap }
     }
 
-    /// The handle (valid while `self` lives).
+    /// The handle, borrowed for `self`'s life. On the host `DeviceHeap` is neither `Copy`
+    /// nor `Clone` (it is both in device code, where the launch vouches for its memory), so
+    /// nothing made from it outlives the heap: an allocator is the reference
+    /// (`Vec<T, &DeviceHeap>`).
     ///
-    /// `DeviceHeap` is `Copy` and has no lifetime, so a copy (`*cpu.heap()`) can outlive
-    /// `self`; using one after `self` is dropped reads freed memory. Nothing stops that at
-    /// compile time yet: keep copies within `self`'s life.
+    /// ```
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(4, 1);
+    /// let h = cpu.heap();
+    /// let p = h.malloc(16);
+    /// assert!(!p.is_null());
+    /// // SAFETY: p came from the malloc above, is freed once and not used after.
+    /// unsafe { h.free(p) };
+    /// ```
+    ///
+    /// A copy of the handle, which could outlive the heap, is refused:
+    ///
+    /// ```compile_fail,E0507
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(4, 1);
+    /// let h = *cpu.heap();
+    /// ```
+    ///
+    /// and so is a use after the heap is gone:
+    ///
+    /// ```compile_fail,E0505
+    /// let cpu = veballoc_kernels::cpu::CpuHeap::new(4, 1);
+    /// let h = cpu.heap();
+    /// drop(cpu);
+    /// let _ = h.malloc(16);
+    /// ```
     pub fn heap(&self) -> &DeviceHeap {
         &self.heap
     }

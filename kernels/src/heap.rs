@@ -233,7 +233,8 @@ pub const WARP_ROUNDS: u32 = 64;
 /// }
 /// ```
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Debug)]
+#[cfg_attr(target_arch = "nvptx64", derive(Clone, Copy))]
 pub struct DeviceHeap {
     /// Address of segment 0.
     pub(crate) mem: u64,
@@ -273,6 +274,15 @@ impl DeviceHeap {
     #[inline(always)]
     pub const unsafe fn from_raw_parts(mem: u64, meta: u64, num_segments: u64) -> Self {
         Self { mem, meta, num_segments }
+    }
+
+    /// A copy of this handle for the crate's calls that take it by value (in registers, for
+    /// the device's non-inlined paths). The handle is `Copy` and `Clone` only in device code,
+    /// where the launch that passes it vouches for its memory (see `from_raw_parts`); on the
+    /// host a copy could outlive a CPU heap's memory (`CpuHeap::heap`).
+    #[inline(always)]
+    pub(crate) const fn dup(&self) -> Self {
+        Self { mem: self.mem, meta: self.meta, num_segments: self.num_segments }
     }
 
     /// Address of segment 0 (the allocations' alignment is relative to it).
@@ -511,7 +521,7 @@ impl DeviceHeap {
             }
         };
         if is_mask_class(c) {
-            self.malloc_mask_slice(c)
+            self.dup().malloc_mask_slice(c)
         } else {
             self.malloc_slice_in::<false>(c)
         }
@@ -757,7 +767,7 @@ impl DeviceHeap {
         // contract); the branch is the same in every lane (it depends on `c` only).
         unsafe {
             if is_mask_class(c) {
-                self.malloc_mask_warp(c)
+                self.dup().malloc_mask_warp(c)
             } else {
                 self.malloc_warp_in::<false>(c)
             }
@@ -1172,7 +1182,7 @@ impl DeviceHeap {
                 self.free_slice::<false>(seg, local, g, c, in_block, p)
             }
             // Whole blocks, parked blocks, run tails: from the block's own kind word.
-            _ => self.free_not_slice(seg, local, g, in_block, p),
+            _ => self.dup().free_not_slice(seg, local, g, in_block, p),
         }
     }
 
@@ -1198,7 +1208,7 @@ impl DeviceHeap {
         if same_group & exact {
             self.free_slices_coalesced(seg, local, c, index as u32, p);
         } else if !same_group & !FROM_WORD {
-            self.free_not_slice(seg, local, g, in_block, p);
+            self.dup().free_not_slice(seg, local, g, in_block, p);
         } else {
             // Inside a slice, past the block's last one, or (a racing stale free) a word
             // naming a class of another group.

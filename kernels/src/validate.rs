@@ -745,11 +745,11 @@ mod tests {
     #[test]
     fn a_handle_with_another_segment_count_is_an_error() {
         let cpu = CpuHeap::new(4, 8);
-        let h = *cpu.heap();
+        let h = cpu.heap();
         h.validate().expect("the heap's own handle is consistent");
         // Not a handle `from_raw_parts` allows (the count is not the layout's): built from the
         // fields, in the crate, for `validate` alone, which checks the count before anything.
-        let wrong = DeviceHeap { num_segments: 5, ..h };
+        let wrong = DeviceHeap { num_segments: 5, ..h.dup() };
         match wrong.validate() {
             Err(HeapError::HandleSegments { handle: 5, layout: 4 }) => {}
             other => panic!("expected HandleSegments, got {other:?}"),
