@@ -17,7 +17,7 @@
 //! `Box::try_new_in` see it; the infallible APIs call `handle_alloc_error`.
 //!
 //! ```ignore
-//! let mut v = Vec::new_in(heap);       // heap: DeviceHeap (Copy), in a kernel or on the CPU
+//! let mut v = Vec::new_in(heap);       // heap: DeviceHeap in a kernel, &DeviceHeap on the CPU
 //! v.try_reserve(100).ok()?;            // Err when the heap is full
 //! v.push(42u32);
 //! ```

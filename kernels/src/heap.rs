@@ -208,7 +208,9 @@ const _: () = assert!(arch::WARP_SIZE < 1 << GOT2_BITS && NUM_CLASSES < 1 << (32
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
 
-/// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument.
+/// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument. It is
+/// `Copy` and `Clone` in device code only: on the host a copy could outlive a CPU heap's
+/// memory, so `cpu::CpuHeap::heap` lends it by reference.
 ///
 /// A handle is made by the heap's owner: the host runtime (`veballoc::Heap::handle`, passed
 /// to kernels as `veballoc::Heap::arg`), the CPU model (`cpu::CpuHeap::heap`), or
