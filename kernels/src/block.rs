@@ -831,7 +831,11 @@ impl<'a> Blocks<'a> {
         // SAFETY: the layout reserved NUM_GROUPS trees of `total_words` words from
         // `block_tree_off`, and g < NUM_GROUPS.
         let w = unsafe { crate::atomic::words(self.segs.meta() + off, l.total_words as usize) };
-        GroupTree::new(crate::veb::Veb::new(w, l), g)
+        let tree = crate::veb::Veb::new(w, l);
+        #[cfg(feature = "trace")]
+        let tree =
+            tree.with_lost_counter(crate::trace::word(self.segs.meta(), crate::trace::Event::ClaimLost));
+        GroupTree::new(tree, g)
     }
 
     /// Address of block `gid` of group `g`.

@@ -64,10 +64,13 @@ pub enum Event {
     NullWhole,
     /// Segments marked for reclaim by their last block's release.
     Pending,
+    /// Claims' `fetch_and`s on a block tree's leaf word that took none of the bits they
+    /// picked (racers took them first): each costs the claimer another round trip.
+    ClaimLost,
 }
 
 /// Number of events.
-pub const EVENTS: usize = Event::Pending as usize + 1;
+pub const EVENTS: usize = Event::ClaimLost as usize + 1;
 /// Names of the events, for printing.
 pub const NAMES: [&str; EVENTS] = [
     "installs",
@@ -99,6 +102,7 @@ pub const NAMES: [&str; EVENTS] = [
     "null_slice",
     "null_whole",
     "pending",
+    "claim_lost",
 ];
 /// Byte offset of the trace words in the metadata header (its last `EVENTS` words).
 pub const TRACE_OFF: u64 = crate::layout::HEADER_BYTES - EVENTS as u64 * 8;
@@ -129,6 +133,18 @@ pub(crate) fn add(meta: u64, e: Event, v: u64) {
         // Relaxed: a statistic, read by the host after the kernel.
         w[e as usize].fetch_add_relaxed(v);
     }
+}
+
+/// The counter of event `e` of the heap whose metadata is at `meta` (trace builds), for a
+/// layer that counts without the metadata's address (`Veb::with_lost_counter`). Crate-private
+/// as `add` is: `meta` must be a live heap's metadata, for as long as the reference is used
+/// (the layers pass their own, for their views' life).
+#[cfg(feature = "trace")]
+pub(crate) fn word<'a>(meta: u64, e: Event) -> &'a crate::atomic::Atom64 {
+    // SAFETY: as in `add`: the trace words are the header's last EVENTS words, which live as
+    // long as the heap's metadata, for which the layers hold their views.
+    let w = unsafe { words(meta + TRACE_OFF, EVENTS) };
+    &w[e as usize]
 }
 
 /// Adds the nanoseconds since `t0` (a `now()`) to event `e`.

@@ -179,13 +179,29 @@ pub const RANK_SPAN: u32 = 16;
 pub struct Veb<'a> {
     words: &'a [Atom64],
     layout: VebLayout,
+    /// Trace builds only: a counter of the claims' RMWs on a leaf word that took nothing
+    /// (racers took the bits first), see `with_lost_counter`.
+    #[cfg(feature = "trace")]
+    lost: Option<&'a Atom64>,
 }
 
 impl<'a> Veb<'a> {
     /// A tree over `words` (at least `layout.total_words` of them).
     pub fn new(words: &'a [Atom64], layout: VebLayout) -> Self {
         debug_assert!(words.len() >= layout.total_words as usize);
-        Self { words, layout }
+        Self {
+            words,
+            layout,
+            #[cfg(feature = "trace")]
+            lost: None,
+        }
+    }
+
+    /// This tree, counting in `counter` every claim's `fetch_and` on a leaf word that took
+    /// none of its bits (trace builds: how often a burst's claimers lose their races).
+    #[cfg(feature = "trace")]
+    pub fn with_lost_counter(self, counter: &'a Atom64) -> Self {
+        Self { lost: Some(counter), ..self }
     }
 
     pub fn layout(&self) -> &VebLayout {
@@ -577,6 +593,11 @@ impl<'a> Veb<'a> {
                         self.clear_up(1, w);
                     }
                     return Some((w, got));
+                }
+                #[cfg(feature = "trace")]
+                if let Some(c) = self.lost {
+                    // Relaxed: a statistic, read by the host after the kernel.
+                    c.fetch_add_relaxed(1);
                 }
                 avail = old & at_or_after;
                 tries += 1;
