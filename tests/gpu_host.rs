@@ -400,7 +400,9 @@ fn gpu_a_runtime_only_ptx_file_refuses_the_bench_kernels() {
 
 /// A dropped `GlobalBinding` takes its failure word out of the module before freeing it:
 /// the module's allocator writes that word on every failed allocation (even one a kernel
-/// handles, `try_reserve`), and before this it still held the freed word's address.
+/// handles, `try_reserve`), and before this it still held the freed word's address. It takes
+/// the heap out too (r42): the binding borrows the heap, which may be dropped after it, and a
+/// later kernel of the module allocated from the dropped heap's memory.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_a_dropped_global_binding_leaves_its_module_no_failure_word() {
@@ -413,11 +415,18 @@ fn gpu_a_dropped_global_binding_leaves_its_module_no_failure_word() {
         module.get_global::<u64>(c"VEBALLOC_GLOBAL_FAILURE").unwrap().copy_to(&mut now).unwrap();
         now
     };
+    let heap_words = || {
+        let mut now = [0u64; 3];
+        module.get_global::<[u64; 3]>(c"VEBALLOC_GLOBAL_HEAP").unwrap().copy_to(&mut now).unwrap();
+        now
+    };
     {
         let _binding = heap.bind_global(module).unwrap();
         assert_ne!(failure_word(), 0, "a bound module names its failure word");
+        assert_eq!(heap_words()[0], heap.base(), "a bound module names its heap");
     }
     assert_eq!(failure_word(), 0, "the module still names the freed failure word");
+    assert_eq!(heap_words(), [0; 3], "the module still names the heap after its binding");
     heap.destroy().unwrap();
 }
 

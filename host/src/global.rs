@@ -16,9 +16,22 @@ const FAILURE_GLOBAL: &std::ffi::CStr = c"VEBALLOC_GLOBAL_FAILURE";
 /// A module watched for global-allocator failures: it owns a word of page-locked host memory
 /// that the module's allocator writes when an allocation fails, readable after the failed
 /// launch even though the trap that ended the kernel left the context unusable. It borrows
-/// the module, and dropping it waits for the GPU's work and takes the word out of the module
-/// before freeing it, so that no later kernel writes to freed host memory (an allocation that
-/// fails records itself there even where the kernel handles the failure, `try_reserve`).
+/// the module and the heap bound to it, and dropping it waits for the GPU's work, then takes
+/// the word and the heap out of the module, so that no later kernel writes to freed host
+/// memory (an allocation that fails records itself there even where the kernel handles the
+/// failure, `try_reserve`) or allocates from a heap that is gone (a kernel of the module then
+/// finds no heap, as before `bind_global`).
+///
+/// The heap outlives its binding:
+///
+/// ```compile_fail,E0505
+/// # fn f(gpu: &veballoc::Gpu, module: &veballoc::cust::module::Module) -> veballoc::Result<()> {
+/// let heap = veballoc::Heap::new(gpu, 1 << 30)?;
+/// let global = heap.bind_global(module)?;
+/// drop(heap); // refused: the binding borrows the heap
+/// drop(global);
+/// # Ok(()) }
+/// ```
 ///
 /// ```no_run
 /// # fn f(gpu: &veballoc::Gpu, heap: &veballoc::Heap, module: &veballoc::cust::module::Module)
@@ -37,6 +50,9 @@ pub struct GlobalBinding<'m> {
     dev: u64,
     module: &'m Module,
     gpu: Gpu,
+    /// The heap written into the module's `VEBALLOC_GLOBAL_HEAP` (none until `bind_global`
+    /// writes it), which `Drop` clears if the module still holds it.
+    heap: Option<HeapArg>,
 }
 
 // SAFETY: the word is plain page-locked host memory, read and written only with volatile
@@ -53,7 +69,7 @@ impl<'m> GlobalBinding<'m> {
         // SAFETY: writes one pointer to 8 page-locked bytes.
         driver(unsafe { cu::cuMemAllocHost_v2(&mut host, 8) }, "cuMemAllocHost")?;
         let word = host as *mut u64;
-        let mut binding = GlobalBinding { word, dev: 0, module, gpu: gpu.clone() };
+        let mut binding = GlobalBinding { word, dev: 0, module, gpu: gpu.clone(), heap: None };
         binding.clear();
         let mut dev = 0;
         // SAFETY: `host` is page-locked memory of this context.
@@ -105,6 +121,13 @@ impl Drop for GlobalBinding<'_> {
             if !cleared && synced {
                 return; // the module may still name the word: leak it rather than free it
             }
+            // The heap too, if the module still names this one: its kernels then find no heap.
+            if let (true, Some(arg)) = (synced, self.heap) {
+                let _ = self.module.get_global::<HeapArg>(HEAP_GLOBAL).is_ok_and(|mut g| {
+                    let mut now = HeapArg::UNBOUND;
+                    g.copy_to(&mut now).is_ok() && (now != arg || g.copy_from(&HeapArg::UNBOUND).is_ok())
+                });
+            }
         }
         // SAFETY: allocated by cuMemAllocHost in `register`, freed once.
         let _ = unsafe { cu::cuMemFreeHost(self.word as *mut std::ffi::c_void) };
@@ -153,10 +176,12 @@ impl Heap {
     /// returned binding explains a kernel that ended for lack of memory
     /// ([`GlobalBinding::explain`]). Errors: `Error::NoGlobalAllocator` for a module without
     /// veballoc's global allocator.
-    pub fn bind_global<'m>(&self, module: &'m Module) -> Result<GlobalBinding<'m>> {
+    /// The binding borrows the heap: dropping it unbinds the heap from the module.
+    pub fn bind_global<'m>(&'m self, module: &'m Module) -> Result<GlobalBinding<'m>> {
         self.gpu().ensure_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
-        let binding = GlobalBinding::register(self.gpu(), module)?;
+        let mut binding = GlobalBinding::register(self.gpu(), module)?;
         write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;
+        binding.heap = Some(self.arg());
         Ok(binding)
     }
 }

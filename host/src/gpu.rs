@@ -504,7 +504,9 @@ impl Gpu {
     ///
     /// # Safety
     /// `args` must point to values whose types and order match the kernel's parameters, and
-    /// device memory they name (heaps, buffers) must be this GPU's.
+    /// device memory they name (heaps, buffers) must be this GPU's and live until the kernel
+    /// ends: a `HeapArg` of a heap not yet dropped, a buffer not yet freed (a `HeapArg` is
+    /// plain words with no lifetime).
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
         let _on = self.bind()?;
         // The runtime's kernels by their prefix, the others in the tests' and benchmarks'

@@ -35,13 +35,26 @@ const AUTO_TRIES: u32 = 20;
 /// (a copy of a CPU heap's handle could outlive its memory), and `cust` needs a `Copy`
 /// argument.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeapArg {
     mem: u64,
     meta: u64,
     num_segments: u64,
 }
 const _: () = assert!(core::mem::size_of::<HeapArg>() == core::mem::size_of::<DeviceHeap>());
+// The kernel receives a HeapArg as its DeviceHeap: the same words at the same offsets
+// (`veballoc_kernels::heap::HANDLE_WORD_OFFSETS`, which the kernels crate asserts of its own).
+const _: () = assert!(
+    core::mem::offset_of!(HeapArg, mem) == veballoc_kernels::heap::HANDLE_WORD_OFFSETS[0]
+        && core::mem::offset_of!(HeapArg, meta) == veballoc_kernels::heap::HANDLE_WORD_OFFSETS[1]
+        && core::mem::offset_of!(HeapArg, num_segments) == veballoc_kernels::heap::HANDLE_WORD_OFFSETS[2]
+);
+
+impl HeapArg {
+    /// No heap (all zeros): what a module's global holds before `bind_global` and after its
+    /// binding is dropped.
+    pub(crate) const UNBOUND: Self = Self { mem: 0, meta: 0, num_segments: 0 };
+}
 
 // SAFETY: three u64s (addresses and a count), valid to copy to the GPU.
 unsafe impl DeviceCopy for HeapArg {}
@@ -80,7 +93,7 @@ unsafe impl<T: AnyBits, const N: usize> AnyBits for [T; N] {}
 /// let gpu = Gpu::new()?;
 /// let heap = Heap::new(&gpu, 8 << 30)?;        // 8 GiB, ready to allocate
 /// let arg = heap.arg();                         // pass to your kernel by value
-/// // ... launch kernels that call arg.0.malloc(n) / free(p) ...
+/// // ... launch kernels that take `arg` as their DeviceHeap and call malloc(n) / free(p) ...
 /// let stats = heap.stats()?;                    // walks and validates the metadata
 /// println!("{} bytes in use", stats.bytes_in_use);
 /// # Ok::<(), veballoc::Error>(())
@@ -295,7 +308,8 @@ impl Heap {
         Err(last.unwrap_or(Error::HeapTooSmall { requested: bytes, minimum: SEGMENT_BYTES }))
     }
 
-    /// The handle kernels receive (a `Copy` value), for the kernels of this heap's GPU.
+    /// The handle kernels receive, for the kernels of this heap's GPU (not `Copy` on the host:
+    /// see `DeviceHeap`).
     /// Kernels take it as an argument through [`Heap::arg`]; `base` and `layout` give what the
     /// host may know of it.
     ///

@@ -63,9 +63,8 @@ impl CpuHeap {
         let header = layout.header_words();
         meta[..header.len()].copy_from_slice(&header);
         // SAFETY: `meta` holds the layout's meta_bytes (8-aligned u64s), its header then zeros,
-        // and lives (never moved: a Vec's buffer) as long as `self`, which hands out the handle
-        // by reference (a copy taken out of that reference can outlive it: the gap documented
-        // at `heap()`); `mem` is `num_segments` segments of fresh host memory aligned to a
+        // and lives (never moved: a Vec's buffer) as long as `self`, which lends the handle by
+        // reference only (on the host it is neither `Copy` nor `Clone`, see `heap()`); `mem` is `num_segments` segments of fresh host memory aligned to a
         // segment, owned by `self` and touched only through the heap; the count is the
         // layout's; the init words are written next, before anything else uses the heap.
         let heap =

@@ -250,6 +250,16 @@ pub struct DeviceHeap {
     pub(crate) num_segments: u64,
 }
 
+/// Byte offsets of the handle's words (`mem`, `meta`, `num_segments`, each a `u64`): a host
+/// type that a kernel receives as its `DeviceHeap` (`veballoc::HeapArg`) must put the same
+/// words at the same offsets.
+pub const HANDLE_WORD_OFFSETS: [usize; 3] = [
+    core::mem::offset_of!(DeviceHeap, mem),
+    core::mem::offset_of!(DeviceHeap, meta),
+    core::mem::offset_of!(DeviceHeap, num_segments),
+];
+const _: () = assert!(core::mem::size_of::<DeviceHeap>() == 24);
+
 impl DeviceHeap {
     /// A handle from its parts: segment 0's address, the metadata's address and the segment
     /// count. What the host runtime and the CPU model build theirs with.
