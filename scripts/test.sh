@@ -17,6 +17,9 @@ trap 'rm -f "$log"' EXIT
 echo "== cargo fmt --check, cargo clippy -D warnings"
 cargo fmt --all -- --check
 cargo clippy --workspace --release --all-targets -- -D warnings 2>&1
+# The install-path trace build (`--features trace`, for profiles on the GPU) compiles only
+# with the feature on: lint it too, so that it cannot rot between probes.
+cargo clippy -p veballoc-kernels --release --all-targets --features trace -- -D warnings 2>&1
 echo "== API docs build without warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p veballoc -p veballoc-kernels -p veballoc-ptx-build 2>&1
 echo "== cargo test, without the safety checks (workspace: CPU heap, vEB, host, PTX; GPU tests ignored)"
