@@ -110,28 +110,36 @@ impl Drop for GlobalBinding<'_> {
         if self.dev != 0 {
             // The module must stop naming the word before it is freed: wait for its kernels
             // (any stream), then clear the global if it still names this word.
-            use cust::memory::CopyDestination;
             // SAFETY: no arguments; the context is bound.
             let synced = unsafe { cu::cuCtxSynchronize() } == cu::cudaError_enum::CUDA_SUCCESS;
-            let cleared = synced
-                && self.module.get_global::<u64>(FAILURE_GLOBAL).is_ok_and(|mut g| {
-                    let mut now = 0u64;
-                    g.copy_to(&mut now).is_ok() && (now != self.dev || g.copy_from(&0u64).is_ok())
-                });
+            let cleared = synced && clear_global_if(self.module, FAILURE_GLOBAL, self.dev, 0u64);
             if !cleared && synced {
                 return; // the module may still name the word: leak it rather than free it
             }
             // The heap too, if the module still names this one: its kernels then find no heap.
             if let (true, Some(arg)) = (synced, self.heap) {
-                let _ = self.module.get_global::<HeapArg>(HEAP_GLOBAL).is_ok_and(|mut g| {
-                    let mut now = HeapArg::UNBOUND;
-                    g.copy_to(&mut now).is_ok() && (now != arg || g.copy_from(&HeapArg::UNBOUND).is_ok())
-                });
+                let _ = clear_global_if(self.module, HEAP_GLOBAL, arg, HeapArg::UNBOUND);
             }
         }
         // SAFETY: allocated by cuMemAllocHost in `register`, freed once.
         let _ = unsafe { cu::cuMemFreeHost(self.word as *mut std::ffi::c_void) };
     }
+}
+
+/// Sets module global `name` to `none` if it holds `ours` (a binding's own value, which the
+/// module must stop naming); true when it no longer holds `ours`. The caller has synchronised
+/// the context (the copies are synchronous).
+fn clear_global_if<T: cust::memory::DeviceCopy + PartialEq>(
+    module: &Module,
+    name: &std::ffi::CStr,
+    ours: T,
+    none: T,
+) -> bool {
+    use cust::memory::CopyDestination;
+    module.get_global::<T>(name).is_ok_and(|mut g| {
+        let mut now = none;
+        g.copy_to(&mut now).is_ok() && (now != ours || g.copy_from(&none).is_ok())
+    })
 }
 
 /// Writes `value` into module global `name`, after the GPU's stream has finished its work
@@ -180,8 +188,9 @@ impl Heap {
     pub fn bind_global<'m>(&'m self, module: &'m Module) -> Result<GlobalBinding<'m>> {
         self.gpu().ensure_stack_size(GLOBAL_ALLOC_STACK_BYTES)?;
         let mut binding = GlobalBinding::register(self.gpu(), module)?;
-        write_global(self.gpu(), module, HEAP_GLOBAL, &self.arg())?;
-        binding.heap = Some(self.arg());
+        let arg = self.arg();
+        write_global(self.gpu(), module, HEAP_GLOBAL, &arg)?;
+        binding.heap = Some(arg);
         Ok(binding)
     }
 }

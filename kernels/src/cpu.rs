@@ -64,9 +64,10 @@ impl CpuHeap {
         meta[..header.len()].copy_from_slice(&header);
         // SAFETY: `meta` holds the layout's meta_bytes (8-aligned u64s), its header then zeros,
         // and lives (never moved: a Vec's buffer) as long as `self`, which lends the handle by
-        // reference only (on the host it is neither `Copy` nor `Clone`, see `heap()`); `mem` is `num_segments` segments of fresh host memory aligned to a
-        // segment, owned by `self` and touched only through the heap; the count is the
-        // layout's; the init words are written next, before anything else uses the heap.
+        // reference only (on the host it is neither `Copy` nor `Clone`, see `heap()`); `mem`
+        // is `num_segments` segments of fresh host memory aligned to a segment, owned by
+        // `self` and touched only through the heap; the count is the layout's; the init words
+        // are written next, before anything else uses the heap.
         let heap =
             unsafe { DeviceHeap::from_raw_parts(mem as u64, meta.as_ptr() as u64, num_segments as u64) };
         for i in 0..layout.init_words() {
