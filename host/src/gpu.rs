@@ -506,7 +506,10 @@ impl Gpu {
     /// `args` must point to values whose types and order match the kernel's parameters, and
     /// device memory they name (heaps, buffers) must be this GPU's and live until the kernel
     /// ends: a `HeapArg` of a heap not yet dropped, a buffer not yet freed (a `HeapArg` is
-    /// plain words with no lifetime).
+    /// plain words with no lifetime). The kernel reads memory only as types whose values are
+    /// there, and races with no other stream's work on it: the host's safe
+    /// [`Heap::write`](crate::Heap::write) may have put another type's bytes into a heap
+    /// object (see there).
     pub unsafe fn launch(&self, kernel: &str, threads: u64, block: u32, args: &[*mut c_void]) -> Result<()> {
         let _on = self.bind()?;
         // The runtime's kernels by their prefix, the others in the tests' and benchmarks'

@@ -495,6 +495,14 @@ impl Heap {
 
     /// Copies `value` to device address `ptr` in the heap, on the heap's stream: after the
     /// work queued on it, and before the work queued later.
+    ///
+    /// Safe because the heap keeps none of its own metadata in segment memory (`free` is
+    /// header-free), so no write there can corrupt the allocator, and the host reads heap
+    /// memory only as [`AnyBits`] types. It may write into any heap object, one a kernel
+    /// made or one already freed included: a kernel that later reads those bytes as a type
+    /// other than `T` (a `bool` from a `u8`) is the unsafe launch's contract to rule out
+    /// ([`Gpu::launch`](crate::Gpu::launch)), as is a kernel on another stream that uses the
+    /// object meanwhile.
     pub fn write<T: DeviceCopy>(&self, ptr: u64, value: &T) -> Result<()> {
         let bytes = std::mem::size_of::<T>() as u64;
         self.check_view(ptr, bytes, std::mem::align_of::<T>())?;
