@@ -9,7 +9,9 @@ use crate::common::{Bench, Point, Res, Sizes, BLOCK};
 impl Bench {
     /// Times alloc, a write pass and a read pass over every buffer, and free, for one
     /// allocator variant (`kernel`: vb_malloc, vb_malloc_packed, vb_malloc_warp,
-    /// vb_malloc_cta or cuda_malloc), fresh heap per iteration; records four phases.
+    /// vb_malloc_cta or cuda_malloc), fresh heap per iteration; records four phases. Also
+    /// returns the lowest and highest range / live of the iterations (warm-up included: every
+    /// iteration's heap is fresh, as `frag`'s one round).
     pub(crate) fn run_variant(
         &mut self,
         test: &str,
@@ -18,8 +20,12 @@ impl Bench {
         sizes: Sizes,
         n: u64,
         iters: u32,
-    ) -> Res<[f64; 4]> {
+    ) -> Res<([f64; 4], (f64, f64))> {
         let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
+        let host_sizes = sizes.per_thread(n);
+        let size_of = |i: usize| host_sizes.as_ref().map_or(sizes.fixed(), |v| v[i] as u64);
+        let live: u64 = (0..n as usize).map(size_of).sum();
+        let mut ratios = (f64::INFINITY, 0.0f64);
         let errs = veballoc::zeroed_u64s(3)?;
         let (p, e, size, tag) =
             (ptrs.as_device_ptr().as_raw(), errs.as_device_ptr().as_raw(), sizes.fixed(), 5u64);
@@ -51,6 +57,9 @@ impl Bench {
             let tr = self.timed(|| unsafe {
                 self.gpu.launch("vb_verify", n, BLOCK, veballoc::kernel_args![p, n, size, sizes_dev, tag, e])
             })?;
+            if let Some(h) = &heap {
+                self.print_trace(h, &format!("{test} {label} {} n={n}", sizes.label()))?;
+            }
             let mut h = [0u64; 3];
             errs.copy_to(&mut h[..])?;
             if h != [0, 0, 0] {
@@ -58,6 +67,9 @@ impl Bench {
                     format!("{label}: verification failed: {h:?} (bad words, nulls, misaligned)").into()
                 );
             }
+            let (range, _) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
+            let ratio = range as f64 / live.max(1) as f64;
+            ratios = (ratios.0.min(ratio), ratios.1.max(ratio));
             // SAFETY: as above.
             let tf = self.timed(|| unsafe {
                 match arg {
@@ -80,7 +92,7 @@ impl Bench {
             medians[i] = pt.median_ms;
             self.points.push(pt);
         }
-        Ok(medians)
+        Ok((medians, ratios))
     }
 
     /// Mixed-size coalescing: per-class malloc, malloc_packed and CUDA malloc at sizes drawn
@@ -93,8 +105,8 @@ packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass
             self.cli.iters
         );
         println!(
-            "{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9}",
-            "max", "allocator", "alloc", "write", "read", "free"
+            "{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9} | {:>13}",
+            "max", "allocator", "alloc", "write", "read", "free", "range / live"
         );
         for max in maxima {
             let mut variants = vec![("veballoc", "vb_malloc"), ("veballoc-packed", "vb_malloc_packed")];
@@ -104,8 +116,11 @@ packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass
             for (label, kernel) in variants {
                 eprint!("  [packed {max} {label}] ...\r");
                 let iters = if kernel == "cuda_malloc" { self.cli.cuda_iters } else { self.cli.iters };
-                let m = self.run_variant("packed", label, kernel, Sizes::Mixed(max), n, iters)?;
-                println!("{max:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4}", m[0], m[1], m[2], m[3]);
+                let (m, (lo, hi)) = self.run_variant("packed", label, kernel, Sizes::Mixed(max), n, iters)?;
+                println!(
+                    "{max:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} | {lo:>5.3}-{hi:>5.3}x",
+                    m[0], m[1], m[2], m[3]
+                );
             }
         }
         Ok(())
@@ -119,7 +134,10 @@ packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass
 collective: {n} threads, {} iterations; ms for alloc, write pass, read pass, free",
             self.cli.iters
         );
-        println!("{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9}", "size", "call", "alloc", "write", "read", "free");
+        println!(
+            "{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9} | {:>13}",
+            "size", "call", "alloc", "write", "read", "free", "range / live"
+        );
         for size in list {
             for (label, kernel) in [
                 ("malloc", "vb_malloc"),
@@ -127,9 +145,12 @@ collective: {n} threads, {} iterations; ms for alloc, write pass, read pass, fre
                 ("malloc_block", "vb_malloc_cta"),
             ] {
                 eprint!("  [collective {size} {label}] ...\r");
-                let m =
+                let (m, (lo, hi)) =
                     self.run_variant("collective", label, kernel, Sizes::Fixed(size), n, self.cli.iters)?;
-                println!("{size:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4}", m[0], m[1], m[2], m[3]);
+                println!(
+                    "{size:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} | {lo:>5.3}-{hi:>5.3}x",
+                    m[0], m[1], m[2], m[3]
+                );
             }
         }
         Ok(())
