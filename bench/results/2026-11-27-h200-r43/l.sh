@@ -2,7 +2,7 @@ set -uo pipefail
 # r43 call l: the helper's second spike (packed-sizes-spike-v2.diff: the bitmap cleared at a packed install, not at recycle; on cc7fc070: an object-start bitmap
 # for packed blocks, so that malloc_packed's pointers have usable_size and realloc): its GPU
 # tests (gpu, gpu_correctness, gpu_host; checks PTX of the spike for the tests that need it),
-# then the packed and collective benchmarks of HEAD's bench (e903acfa's bundle) and the
+# then the packed and single benchmarks of HEAD's bench (the bundle built at the time) and the
 # spike's, in turn, two rounds.
 R=/tmp/r43-l; mkdir -p $R/tests
 gunzip -f .devbin/tests/*.gz .devbin/*.gz .devbin/spike/tests/*.gz .devbin/spike/*.gz 2>/dev/null
