@@ -119,6 +119,29 @@ impl Sizes {
     }
 }
 
+/// The `n` threads' requests of a `Sizes`, drawn once on the host: what the device's sizes
+/// buffer is uploaded from and what range / live is measured against.
+pub(crate) struct HostSizes {
+    /// Each thread's size (`Sizes::per_thread`); none for one fixed size.
+    per: Option<Vec<u32>>,
+    fixed: u64,
+    n: u64,
+}
+
+impl HostSizes {
+    pub(crate) fn new(sizes: Sizes, n: u64) -> Self {
+        Self { per: sizes.per_thread(n), fixed: sizes.label(), n }
+    }
+    /// Thread `i`'s request in bytes.
+    pub(crate) fn of(&self, i: usize) -> u64 {
+        self.per.as_ref().map_or(self.fixed, |v| v[i] as u64)
+    }
+    /// Bytes all the threads ask for.
+    pub(crate) fn live(&self) -> u64 {
+        (0..self.n as usize).map(|i| self.of(i)).sum()
+    }
+}
+
 impl Bench {
     /// Event time (ms) around the launches `f` enqueues.
     pub(crate) fn timed(&self, f: impl FnOnce() -> veballoc::Result<()>) -> Res<f64> {
@@ -186,11 +209,11 @@ impl Bench {
     }
 
     /// Per-thread sizes on the device (address, or 0 for one fixed size; keep the buffer
-    /// alive) and a zeroed pointer array.
-    pub(crate) fn buffers(sizes: Sizes, n: u64) -> Res<(Option<DeviceBuffer<u32>>, u64, DeviceBuffer<u64>)> {
-        let buf = sizes.per_thread(n).map(|s| DeviceBuffer::from_slice(&s)).transpose()?;
+    /// alive) and a zeroed pointer array, for `host`'s threads.
+    pub(crate) fn buffers(host: &HostSizes) -> Res<(Option<DeviceBuffer<u32>>, u64, DeviceBuffer<u64>)> {
+        let buf = host.per.as_deref().map(DeviceBuffer::from_slice).transpose()?;
         let dev = buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-        Ok((buf, dev, veballoc::zeroed_u64s(n as usize)?))
+        Ok((buf, dev, veballoc::zeroed_u64s(host.n as usize)?))
     }
 
     /// Records the alloc and free samples of one point (free only when there are any);

@@ -18,7 +18,7 @@ use veballoc::kernels::harness::{churn_counter::NO_NULL, pattern, round_draw, PR
 use veballoc::kernels::mix;
 use veballoc::SEGMENT_BYTES;
 
-use crate::common::{Bench, Res, Sizes};
+use crate::common::{Bench, HostSizes, Res, Sizes};
 use crate::memory::{
     churn_alloc_share, frag_map, frag_threads, threshold, ChurnLaw, ChurnPoint, UtilPoint, CHURN_FREE_SHARE,
     CHURN_LAW, CHURN_SEED, FRAG_LARGE_THREADS, FRAG_MIXED_MAXIMA, MIB, SLICE_MAX, UTIL_BATCHES,
@@ -228,9 +228,9 @@ pub(crate) fn frag_point(
     rounds: u32,
     map: bool,
 ) -> Res<(Vec<FragPoint>, Option<FragMap>)> {
-    let per = sizes.per_thread(n);
-    let size_of = |i: usize| per.as_ref().map_or(sizes.label(), |v| v[i] as u64);
-    let live: u64 = (0..n as usize).map(size_of).sum();
+    let host = HostSizes::new(sizes, n);
+    let size_of = |i: usize| host.of(i);
+    let live = host.live();
     let heap = sim.heap(heap_bytes);
     let mut seg_map = None;
     let ptrs = words(n);

@@ -6,7 +6,7 @@
 
 use cust::memory::DeviceBuffer;
 
-use crate::common::{Bench, Res, Sizes, BLOCK};
+use crate::common::{Bench, HostSizes, Res, Sizes, BLOCK};
 
 use veballoc::kernels::harness::FLOOR_COUNTER_STRIDE;
 
@@ -48,7 +48,7 @@ impl Bench {
         iters: u32,
         verify: bool,
     ) -> Res<(f64, f64)> {
-        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(&HostSizes::new(sizes, n))?;
         let p = ptrs.as_device_ptr().as_raw();
         let (base, region, shards) = (arena.base, arena.region, arena.shards);
         let c = arena.counters.as_device_ptr().as_raw();

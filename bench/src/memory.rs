@@ -10,7 +10,7 @@ use veballoc::kernels::harness::{
 };
 use veballoc::Heap;
 
-use crate::common::{Bench, Res, Sizes, BLOCK, MIXED_MIN};
+use crate::common::{Bench, HostSizes, Res, Sizes, BLOCK, MIXED_MIN};
 use crate::peers::PeerCmd;
 use crate::report::{FragMap, FragPoint, OomPoint, SegRow};
 
@@ -274,12 +274,10 @@ impl Bench {
             let n = frag_threads(self.cli.threads, s, mixed);
             eprint!("  [frag {s} x {n}] ...\r");
             let sizes = if mixed { Sizes::Mixed(s) } else { Sizes::Fixed(s) };
-            let per = sizes.per_thread(n);
-            let size_of = |i: usize| per.as_ref().map_or(s, |v| v[i] as u64);
-            let live: u64 = (0..n as usize).map(size_of).sum();
-            let sizes_buf = per.as_ref().map(|v| DeviceBuffer::from_slice(v)).transpose()?;
-            let sizes_dev = sizes_buf.as_ref().map_or(0, |b| b.as_device_ptr().as_raw());
-            let ptrs = veballoc::zeroed_u64s(n as usize)?;
+            let host = HostSizes::new(sizes, n);
+            let size_of = |i: usize| host.of(i);
+            let live = host.live();
+            let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(&host)?;
             let p = ptrs.as_device_ptr().as_raw();
             let (mut row, mut vb_nulls) = (Vec::new(), 0);
             let heap = Heap::new(&self.gpu, self.cli.heap_gib << 30)?;

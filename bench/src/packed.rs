@@ -4,7 +4,7 @@
 use cust::memory::CopyDestination;
 use veballoc::Heap;
 
-use crate::common::{Bench, Point, Res, Sizes, BLOCK};
+use crate::common::{Bench, HostSizes, Point, Res, Sizes, BLOCK};
 
 impl Bench {
     /// Times alloc, a write pass and a read pass over every buffer, and free, for one
@@ -21,10 +21,9 @@ impl Bench {
         n: u64,
         iters: u32,
     ) -> Res<([f64; 4], (f64, f64))> {
-        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
-        let host_sizes = sizes.per_thread(n);
-        let size_of = |i: usize| host_sizes.as_ref().map_or(sizes.fixed(), |v| v[i] as u64);
-        let live: u64 = (0..n as usize).map(size_of).sum();
+        let host = HostSizes::new(sizes, n);
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(&host)?;
+        let live = host.live();
         let mut ratios = (f64::INFINITY, 0.0f64);
         let errs = veballoc::zeroed_u64s(3)?;
         let (p, e, size, tag) =
@@ -67,7 +66,7 @@ impl Bench {
                     format!("{label}: verification failed: {h:?} (bad words, nulls, misaligned)").into()
                 );
             }
-            let (range, _) = Self::range_of(&Self::host_u64s(&ptrs)?, size_of);
+            let (range, _) = Self::range_of(&Self::host_u64s(&ptrs)?, |i| host.of(i));
             let ratio = range as f64 / live.max(1) as f64;
             ratios = (ratios.0.min(ratio), ratios.1.max(ratio));
             // SAFETY: as above.

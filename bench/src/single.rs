@@ -4,7 +4,7 @@ use std::io::Write;
 
 use veballoc::Heap;
 
-use crate::common::{Bench, Res, Sizes, BLOCK};
+use crate::common::{Bench, HostSizes, Res, Sizes, BLOCK};
 
 impl Bench {
     pub(crate) fn run_veballoc(
@@ -15,7 +15,7 @@ impl Bench {
         iters: u32,
         verify: bool,
     ) -> Res<(f64, f64)> {
-        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(&HostSizes::new(sizes, n))?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
         self.last_nulls = 0;
@@ -56,7 +56,7 @@ impl Bench {
         iters: u32,
         verify: bool,
     ) -> Res<(f64, f64)> {
-        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(sizes, n)?;
+        let (_sizes_buf, sizes_dev, ptrs) = Self::buffers(&HostSizes::new(sizes, n))?;
         let p = ptrs.as_device_ptr().as_raw();
         let (mut ta, mut tf) = (Vec::new(), Vec::new());
         // One more iteration than asked, as for veballoc: the first is a warm-up and is dropped.
