@@ -103,10 +103,7 @@ impl Bench {
 packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass, read pass, free",
             self.cli.iters
         );
-        println!(
-            "{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9} | {:>13}",
-            "max", "allocator", "alloc", "write", "read", "free", "range / live"
-        );
+        println!("{}", row_head("max", "allocator"));
         for max in maxima {
             let mut variants = vec![("veballoc", "vb_malloc"), ("veballoc-packed", "vb_malloc_packed")];
             if self.wants("cuda") && self.cli.cuda_sizes.contains(&max) {
@@ -115,11 +112,8 @@ packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass
             for (label, kernel) in variants {
                 eprint!("  [packed {max} {label}] ...\r");
                 let iters = if kernel == "cuda_malloc" { self.cli.cuda_iters } else { self.cli.iters };
-                let (m, (lo, hi)) = self.run_variant("packed", label, kernel, Sizes::Mixed(max), n, iters)?;
-                println!(
-                    "{max:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} | {lo:>5.3}-{hi:>5.3}x",
-                    m[0], m[1], m[2], m[3]
-                );
+                let (m, ratios) = self.run_variant("packed", label, kernel, Sizes::Mixed(max), n, iters)?;
+                println!("{}", row(max, label, m, ratios));
             }
         }
         Ok(())
@@ -133,10 +127,7 @@ packed: {n} threads, sizes in [16, max], {} iterations; ms for alloc, write pass
 collective: {n} threads, {} iterations; ms for alloc, write pass, read pass, free",
             self.cli.iters
         );
-        println!(
-            "{:>6} {:>16} | {:>9} {:>9} {:>9} {:>9} | {:>13}",
-            "size", "call", "alloc", "write", "read", "free", "range / live"
-        );
+        println!("{}", row_head("size", "call"));
         for size in list {
             for (label, kernel) in [
                 ("malloc", "vb_malloc"),
@@ -144,14 +135,28 @@ collective: {n} threads, {} iterations; ms for alloc, write pass, read pass, fre
                 ("malloc_block", "vb_malloc_cta"),
             ] {
                 eprint!("  [collective {size} {label}] ...\r");
-                let (m, (lo, hi)) =
+                let (m, ratios) =
                     self.run_variant("collective", label, kernel, Sizes::Fixed(size), n, self.cli.iters)?;
-                println!(
-                    "{size:>6} {label:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} | {lo:>5.3}-{hi:>5.3}x",
-                    m[0], m[1], m[2], m[3]
-                );
+                println!("{}", row(size, label, m, ratios));
             }
         }
         Ok(())
     }
+}
+
+/// The header of `run_variant`'s table: the point's column, the variant's, the four phases'
+/// medians and range / live.
+fn row_head(key: &str, variant: &str) -> String {
+    format!(
+        "{key:>6} {variant:>16} | {:>9} {:>9} {:>9} {:>9} | {:>13}",
+        "alloc", "write", "read", "free", "range / live"
+    )
+}
+
+/// One line of that table: `run_variant`'s medians (ms) and its lowest and highest range / live.
+fn row(key: u64, variant: &str, m: [f64; 4], (lo, hi): (f64, f64)) -> String {
+    format!(
+        "{key:>6} {variant:>16} | {:>9.4} {:>9.4} {:>9.4} {:>9.4} | {lo:>5.3}-{hi:>5.3}x",
+        m[0], m[1], m[2], m[3]
+    )
 }
