@@ -7,7 +7,7 @@
 
 use proptest::prelude::*;
 use veballoc::kernels::cpu::CpuHeap;
-use veballoc::kernels::heap::{counter, PACKED_UNIT};
+use veballoc::kernels::heap::counter;
 use veballoc::kernels::{DeviceHeap, Stats, CHECKS, SEGMENT_BYTES};
 
 fn stats(h: &DeviceHeap) -> Stats {
@@ -157,11 +157,51 @@ fn the_hand_out_bitmap_of_a_heap_without_one_is_refused() {
     assert_empty(h);
 }
 
-/// The packing unit of a warp whose lanes ask for `sizes` (all served in one round).
-fn warp_unit(sizes: &[u64]) -> u64 {
-    let units16: u64 = sizes.iter().map(|s| s.div_ceil(PACKED_UNIT)).sum();
-    let band = veballoc::kernels::heap::packed_band(units16 as u32);
-    veballoc::kernels::block::slice_bytes(veballoc::kernels::slice::PACKED_CLASSES[band])
+/// The packing unit of a request of `size` bytes, by issue 9's rounding (written out here, not
+/// read from the kernels): 16 bytes up to 256 B, 64 up to 1 KiB, 256 up to 4 KiB.
+fn packed_unit(size: u64) -> u64 {
+    match size {
+        0..=256 => 16,
+        257..=1024 => 64,
+        _ => 256,
+    }
+}
+
+#[test]
+fn packed_requests_round_by_their_own_size_whatever_their_warp_asks() {
+    // Issue 9's bound, for the unit above: 16..64 B within 16 bytes, at most 25% from 64 B up.
+    for size in 1..=4096u64 {
+        let over = size.div_ceil(packed_unit(size)) * packed_unit(size) - size;
+        assert!(over < 16 || over * 4 <= size, "{size} B takes {over} bytes more");
+    }
+    // Two small lanes in a warp whose others ask for 4 KiB each (about 120 KiB in all): they
+    // still pack in 16-byte units, next to each other, and so does every lane of each unit.
+    for small in [1u64, 24, 65, 100, 200, 256] {
+        let cpu = CpuHeap::new(8, 1);
+        let h = cpu.heap();
+        let mut sizes = vec![4096u64; 32];
+        sizes[3] = small;
+        sizes[9] = small;
+        sizes[20] = 1000;
+        sizes[30] = 300;
+        let ptrs = cpu.warp_malloc_packed(&sizes);
+        assert!(ptrs.iter().all(|p| !p.is_null()));
+        for l in 0..32 {
+            assert_eq!(ptrs[l] as u64 % packed_unit(sizes[l]), 0, "lane {l} starts on its unit");
+            // The next lane of the same unit follows this one's rounded size (a fresh heap: no
+            // block runs out).
+            if let Some(m) = (l + 1..32).find(|&m| packed_unit(sizes[m]) == packed_unit(sizes[l])) {
+                let rounded = sizes[l].div_ceil(packed_unit(sizes[l])) * packed_unit(sizes[l]);
+                assert_eq!(ptrs[m] as u64 - ptrs[l] as u64, rounded, "{small} B: lane {l} ({} B)", sizes[l]);
+            }
+        }
+        for p in ptrs {
+            // SAFETY: each p is a live packed object from the warp_malloc_packed above, freed once.
+            unsafe { h.free(p) };
+        }
+        assert_eq!(bad_frees(h), 0);
+        assert_empty(h);
+    }
 }
 
 #[test]
@@ -171,20 +211,21 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
     let mut live = Vec::new();
     let (mut split_runs, mut block_units) = (0, [0u64; 3]);
     for round in 0..400u64 {
-        // Small warps pack in 16-byte units, larger ones in 64 or 256.
+        // Each request packs in its own size's unit (16, 64 or 256 bytes).
         let max = [64, 1024, 4096][round as usize % 3];
         let sizes: Vec<u64> = (0..32).map(|l| 1 + veballoc::kernels::mix(round * 32 + l) % max).collect();
-        let unit = warp_unit(&sizes);
-        let units: u64 = sizes.iter().map(|s| s.div_ceil(unit)).sum();
-        block_units[unit.trailing_zeros() as usize / 2 - 2] += units;
         let ptrs = cpu.warp_malloc_packed(&sizes);
         let mut split = false;
         for l in 0..32 {
+            let unit = packed_unit(sizes[l]);
+            block_units[unit.trailing_zeros() as usize / 2 - 2] += sizes[l].div_ceil(unit);
             assert!(!ptrs[l].is_null(), "round {round} lane {l}");
-            // Lanes served after a split pack again, maybe in a smaller unit: 16 at least.
-            assert_eq!(ptrs[l] as u64 % PACKED_UNIT, 0, "objects start on a unit");
-            // A heap block ran out mid-warp: the rest was packed again in the next block.
-            split |= l + 1 < 32 && ptrs[l + 1] as u64 != ptrs[l] as u64 + sizes[l].div_ceil(unit) * unit;
+            assert_eq!(ptrs[l] as u64 % unit, 0, "objects start on their unit");
+            // A heap block ran out mid-warp: the rest of the unit's lanes were packed again in
+            // the next block.
+            if let Some(m) = (l + 1..32).find(|&m| packed_unit(sizes[m]) == unit) {
+                split |= ptrs[m] as u64 != ptrs[l] as u64 + sizes[l].div_ceil(unit) * unit;
+            }
             fill(ptrs[l], sizes[l], round ^ l as u64);
             live.push((ptrs[l], sizes[l], round ^ l as u64));
         }

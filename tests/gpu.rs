@@ -320,30 +320,31 @@ fn assert_heap_empty(heap: &Heap) {
     assert_eq!((s.invalid_frees, s.double_frees), (0, 0), "{s:?}");
 }
 
-/// Mixed sizes packed per warp: every lane's object follows its lower neighbour's in the
-/// same warp (except where a heap block ran out), objects never overlap, frees need no size.
+/// Mixed sizes packed per warp: every lane's object follows the one of its warp's next lower
+/// lane of the same unit (except where a heap block ran out), objects never overlap, frees
+/// need no size.
 #[test]
 #[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
 fn gpu_packed_mixed_sizes_are_warp_contiguous() {
     let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     let n = scale(MILLION);
-    for max in [64u64, 1024] {
+    for max in [64u64, 1024, 4096] {
         let sizes: Vec<u32> = (0..n).map(|i| 1 + (veballoc::kernels::mix(max ^ i) % max) as u32).collect();
         let ptrs = alloc_with(&gpu, &heap, "vb_malloc_packed", n, 0, Some(&sizes));
         let rounded = |i: usize| (sizes[i] as u64).div_ceil(16) * 16;
-        // The unit a warp packs in depends on its total (16, 64 or 256 bytes).
-        let unit = |w: usize| {
-            let units16: u32 = sizes[w * 32..(w + 1) * 32].iter().map(|&s| s.div_ceil(16)).sum();
-            let band = veballoc::kernels::heap::packed_band(units16);
+        // Each request packs in its own size's unit (16, 64 or 256 bytes); a lane's next
+        // neighbour is the warp's next lane of the same unit.
+        let unit = |i: usize| {
+            let band = veballoc::kernels::heap::packed_band(sizes[i] as u64);
             slice_bytes(veballoc::kernels::slice::PACKED_CLASSES[band])
         };
         let (mut adjacent, mut pairs) = (0u64, 0u64);
-        for i in 0..n as usize - 1 {
-            if (i + 1) % 32 != 0 {
+        for i in 0..n as usize {
+            let u = unit(i);
+            if let Some(j) = (i + 1..(i / 32 + 1) * 32).find(|&j| unit(j) == u) {
                 pairs += 1;
-                let u = unit(i / 32);
-                adjacent += (ptrs[i + 1] == ptrs[i] + (sizes[i] as u64).div_ceil(u) * u) as u64;
+                adjacent += (ptrs[j] == ptrs[i] + (sizes[i] as u64).div_ceil(u) * u) as u64;
             }
         }
         let mut order: Vec<usize> = (0..n as usize).collect();

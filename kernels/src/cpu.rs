@@ -169,11 +169,12 @@ impl CpuHeap {
 }
 
 impl CpuHeap {
-    /// Simulates `malloc_packed` for one warp whose lanes ask for `sizes`: the lanes still
-    /// waiting pack their 16-byte-rounded sizes in lane order into one run taken with one
-    /// `take`; the lanes whose whole object fits are served, the rest try again.
+    /// Simulates `malloc_packed` for one warp whose lanes ask for `sizes`: in each round the
+    /// lanes still waiting pack, band by band (`packed_band` of each request), their sizes
+    /// rounded to the band's unit in lane order into one run of the band's packed row taken
+    /// with one `take`; the lanes whose whole object fits are served, the rest try again.
     pub fn warp_malloc_packed(&self, sizes: &[u64]) -> Vec<*mut u8> {
-        use crate::heap::{PACKED_MAX_BYTES, PACKED_UNIT};
+        use crate::heap::{packed_band, PACKED_MAX_BYTES};
         assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
         let mut pending = Vec::new();
@@ -188,34 +189,44 @@ impl CpuHeap {
             if pending.is_empty() {
                 break;
             }
-            let units16: u32 = pending.iter().map(|&l| sizes[l].div_ceil(PACKED_UNIT) as u32).sum();
-            let band = crate::heap::packed_band(units16);
-            let c = crate::slice::PACKED_CLASSES[band];
-            let unit = crate::block::slice_bytes(c);
-            let units: Vec<u32> = pending.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
-            // A packed row's runs are one block: the take is one piece.
-            // SAFETY: the units of at most a warp's requests in the band `packed_band` picks: at most
-            // PACKED_UNITS_PER_WARP (512) plus one per request for rounding up, below MAX_TAKE.
-            let Some(crate::slice::Taken { base, got, .. }) = (unsafe {
-                self.heap.slots().take_in_row(crate::slice::packed_row(band), units.iter().sum())
-            }) else {
-                break;
-            };
-            let (mut before, mut served) = (0u32, 0usize);
-            while served < pending.len() && before + units[served] <= got {
-                let p = base + before as u64 * unit;
-                if self.heap.checking() {
-                    // SAFETY: p is the first unit of this request's run of the take above.
-                    unsafe { self.heap.hand_out().mark_handed_out(p, c, 1) };
+            let mut next = Vec::new();
+            // The bands' leaders take at once on the GPU; here one after another.
+            for band in 0..crate::slice::PACKED_CLASSES.len() {
+                let lanes: Vec<usize> =
+                    pending.iter().copied().filter(|&l| packed_band(sizes[l]) == band).collect();
+                if lanes.is_empty() {
+                    continue;
                 }
-                out[pending[served]] = p as *mut u8;
-                before += units[served];
-                served += 1;
+                let c = crate::slice::PACKED_CLASSES[band];
+                let unit = crate::block::slice_bytes(c);
+                let units: Vec<u32> = lanes.iter().map(|&l| sizes[l].div_ceil(unit) as u32).collect();
+                // A packed row's runs are one block: the take is one piece.
+                // SAFETY: at most a warp's requests of at most PACKED_MAX_UNITS units each
+                // (`packed_band`): at most PACKED_UNITS_PER_WARP (512), below MAX_TAKE.
+                let Some(crate::slice::Taken { base, got, .. }) = (unsafe {
+                    self.heap.slots().take_in_row(crate::slice::packed_row(band), units.iter().sum())
+                }) else {
+                    // The band's lanes get null (left so in `out`).
+                    continue;
+                };
+                let (mut before, mut served) = (0u32, 0usize);
+                while served < lanes.len() && before + units[served] <= got {
+                    let p = base + before as u64 * unit;
+                    if self.heap.checking() {
+                        // SAFETY: p is the first unit of this request's run of the take above.
+                        unsafe { self.heap.hand_out().mark_handed_out(p, c, 1) };
+                    }
+                    out[lanes[served]] = p as *mut u8;
+                    before += units[served];
+                    served += 1;
+                }
+                // SAFETY: base/got are the take above (class c's packed row), settled once, and
+                // the served requests' runs lie within it.
+                unsafe { self.heap.settle_packed(base, c, got, served as u32) };
+                next.extend_from_slice(&lanes[served..]);
             }
-            // SAFETY: base/got are the take above (class c's packed row), settled once, and
-            // the served requests' runs lie within it.
-            unsafe { self.heap.settle_packed(base, c, got, served as u32) };
-            pending.drain(..served);
+            next.sort_unstable();
+            pending = next;
         }
         out
     }

@@ -28,32 +28,45 @@ pub use crate::slice::BOOT_SLOT_CLASS;
 /// A power of two, so that picking a slot is a mask.
 pub const DEFAULT_SHARDS: u32 = 256;
 /// Smallest unit of packed allocations (`malloc_packed`): requests are rounded up to the unit
-/// their warp packs in (16, 64 or 256 bytes, see `slice::PACKED_CLASSES`).
+/// of their size's band (16, 64 or 256 bytes, see `slice::PACKED_CLASSES` and `packed_band`).
 pub const PACKED_UNIT: u64 = 16;
-/// Most units one warp's packed run may take before the warp packs in the next larger unit:
-/// an eighth of a block, so that a packed block serves at least eight warps.
-pub const PACKED_UNITS_PER_WARP: u32 = 512;
+/// Most units a request of any band takes: 16, so that a warp's run in one band is at most
+/// `PACKED_UNITS_PER_WARP` units (32 x 16), an eighth of a packed block.
+pub const PACKED_MAX_UNITS: u64 = 16;
+/// Most units one warp's run in one band takes: 32 requests of `PACKED_MAX_UNITS`, an eighth of
+/// a packed block (4096 units), so that a packed block serves at least eight warps.
+pub const PACKED_UNITS_PER_WARP: u32 = 32 * PACKED_MAX_UNITS as u32;
 
-/// Which packed class (index into `PACKED_CLASSES`) a warp uses whose requests, rounded to
-/// 16 bytes, total `units16` units of 16 bytes.
+/// Which packed class (index into `PACKED_CLASSES`) serves a request of `size` bytes
+/// (1..=`PACKED_MAX_BYTES`): the smallest unit that the request fills in at most
+/// `PACKED_MAX_UNITS` units. Each lane picks its own, so a request is rounded by its own
+/// size, never by its warp's: up to 256 B to 16 bytes (at most 15 bytes over), up to 1 KiB to
+/// 64 (at most 63 over 257 B: under 25%), up to 4 KiB to 256 (at most 255 over 1025 B).
 #[inline(always)]
-pub const fn packed_band(units16: u32) -> usize {
+pub const fn packed_band(size: u64) -> usize {
+    // Each band up is 4x the unit (a shift of 2).
     let mut i = 0;
-    // Each class up is 4x the unit: the warp's run shrinks about 4x.
-    while i + 1 < PACKED_CLASSES.len() && (units16 >> (2 * i as u32)) > PACKED_UNITS_PER_WARP {
+    while i + 1 < PACKED_CLASSES.len() && size > (PACKED_MAX_UNITS * PACKED_UNIT) << (2 * i as u32) {
         i += 1;
     }
     i
 }
-/// Largest request `malloc_packed` packs (the largest slice): a warp's run is at most 32 of
-/// these, 128 KiB, which the 256-byte unit packs in 512 units, an eighth of a block.
+/// Bits of a band's field in the warp's one prefix sum of every band's units (`malloc_packed`):
+/// a field holds up to `PACKED_UNITS_PER_WARP` (512).
+const PACKED_FIELD_BITS: u32 = 10;
+const _: () = assert!(PACKED_UNITS_PER_WARP < 1 << PACKED_FIELD_BITS);
+const _: () = assert!(PACKED_CLASSES.len() as u32 * PACKED_FIELD_BITS <= u32::BITS);
+/// Largest request `malloc_packed` packs (the largest slice): `PACKED_MAX_UNITS` of the
+/// largest band's unit.
 pub const PACKED_MAX_BYTES: u64 = 4096;
 const _: () = {
     let mut i = 0;
     while i < PACKED_CLASSES.len() {
-        assert!(slice_bytes(PACKED_CLASSES[i]).is_power_of_two(), "packed units are powers of two");
+        assert!(slice_bytes(PACKED_CLASSES[i]) == PACKED_UNIT << (2 * i), "bands are 4x apart");
+        assert!(slices_per_block(PACKED_CLASSES[i]) >= 8 * PACKED_UNITS_PER_WARP, "eight warps a block");
         i += 1;
     }
+    assert!(PACKED_MAX_BYTES == PACKED_MAX_UNITS * slice_bytes(PACKED_CLASSES[i - 1]));
 };
 /// Runs of slices thread 0 takes for a thread block in `malloc_block`: the current heap
 /// block's rest and the next one's start cover any thread block of up to 4096 threads in
@@ -909,11 +922,12 @@ impl DeviceHeap {
         }
     }
 
-    /// Mixed-size warp coalescing: the active lanes' requests (each rounded up to the warp's
-    /// unit: 16 bytes, or 64 or 256 when the warp asks for more than 8 or 32 KiB) are packed
-    /// back to back, in lane order, into one run of a packed block taken with one atomic, so
-    /// that neighbouring threads' data is adjacent whatever their sizes. Sizes
-    /// above `PACKED_MAX_BYTES` go to `malloc`. `free` needs no header: a packed block counts
+    /// Mixed-size warp coalescing: each active lane's request is rounded up to the unit of its
+    /// size's band (16 bytes up to 256 B, 64 up to 1 KiB, 256 up to 4 KiB: `packed_band`, so
+    /// at most 15 bytes or 25% over), and the lanes of each band are packed back to back, in
+    /// lane order, into one run of a packed block of that band taken with one atomic, so that
+    /// neighbouring threads' data is adjacent whatever their sizes. Sizes above
+    /// `PACKED_MAX_BYTES` go to `malloc`. `free` needs no header: a packed block counts
     /// objects, not bytes (the leader gives back each object's extra units at once).
     /// The size is not recorded: `usable_size` returns 0 and `realloc` returns null for a
     /// packed pointer.
@@ -929,62 +943,71 @@ impl DeviceHeap {
         if size == 0 || size > PACKED_MAX_BYTES {
             return self.malloc(size);
         }
-        let units16 = size.div_ceil(PACKED_UNIT) as u32;
+        let band = packed_band(size);
+        let c = PACKED_CLASSES[band];
+        // Packed units are powers of two: a shift, not a division by a variable.
+        let unit_shift = slice_bytes(c).trailing_zeros();
+        let units = ((size + slice_bytes(c) - 1) >> unit_shift) as u32;
+        // This lane's units sit in its band's field of the warp's one prefix sum, so that one
+        // sum serves every band (no field carries: each holds at most PACKED_UNITS_PER_WARP).
+        let field = band as u32 * PACKED_FIELD_BITS;
+        let field_mask = (1u32 << PACKED_FIELD_BITS) - 1;
         for _ in 0..WARP_ROUNDS {
             // SAFETY: activemask names the lanes that execute this call with this lane, and all
             // of them reach the match.
             let active = unsafe { arch::match_any_sync_u64(arch::activemask(), self.meta) };
             // SAFETY: (this and the round's other collectives) `active` names the lanes that
             // execute this round with this lane on this heap (the match), and every one of them
-            // reaches each collective below: the branches between rejoin before them (the
-            // `band > 0` test is the same in each lane, as `total` is).
-            let (mut before, mut total) = unsafe { warp_exclusive_sum(active, units16) };
-            // The unit is the same for the whole warp (it depends on the warp's total only).
-            let band = packed_band(total);
-            let c = PACKED_CLASSES[band];
-            // Packed units are powers of two: a shift, not a division by a variable.
-            let unit_shift = slice_bytes(c).trailing_zeros();
-            let units = ((size + slice_bytes(c) - 1) >> unit_shift) as u32;
-            if band > 0 {
-                // SAFETY: see the round's first collective.
-                (before, total) = unsafe { warp_exclusive_sum(active, units) };
-            }
-            let leader = active.trailing_zeros();
+            // reaches each collective below: the leaders' branches rejoin before them.
+            let (before, total) = unsafe { warp_exclusive_sum(active, units << field) };
+            let (before, total) = ((before >> field) & field_mask, (total >> field) & field_mask);
+            // The lanes of this lane's band: two ballots tell the three bands apart.
+            const _: () = assert!(PACKED_CLASSES.len() == 3, "two ballots tell three bands apart");
+            // SAFETY: see the round's first collective.
+            let (above0, above1) =
+                unsafe { (arch::ballot_sync(active, band > 0), arch::ballot_sync(active, band > 1)) };
+            let peers = match band {
+                0 => active & !above0,
+                1 => above0 & !above1,
+                _ => above1,
+            };
+            // One leader a band: each takes its band's run, in the same code at once.
+            let leader = peers.trailing_zeros();
             let (mut base, mut got) = (0u64, 0u32);
             if arch::lane_id() == leader {
                 // A packed row's runs are one block: the take is one piece.
                 let take = || {
-                    // SAFETY: `total` is the warp's units in the band `packed_band` picks: its
-                    // 16-byte units (at most 32 x 4096 / 16) shifted down to at most
-                    // PACKED_UNITS_PER_WARP (512), plus at most one per lane for rounding up:
-                    // below MAX_TAKE.
+                    // SAFETY: `total` is the band's units, at most 32 requests of at most
+                    // PACKED_MAX_UNITS each (`packed_band`): at most PACKED_UNITS_PER_WARP
+                    // (512), below MAX_TAKE.
                     unsafe { self.slots().take_in_row(packed_row(band), total) }
                 };
                 match self.retry_after_reclaim(take) {
                     Some(t) => (base, got) = (t.base, t.got),
-                    // Every active lane gets null: count requests, not warps.
-                    None => self.bump_by(counter::OUT_OF_MEMORY, active.count_ones() as u64),
+                    // Every lane of the band gets null: count requests, not warps.
+                    None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
                 }
             }
-            // SAFETY: see the round's first collective (the leader's branch rejoins here).
+            // Each lane reads its own band's leader (in `active`).
+            // SAFETY: see the round's first collective (the leaders' branch rejoins here).
             let (base, got) = unsafe {
                 (arch::shfl_sync_u64(active, base, leader), arch::shfl_sync_u32(active, got, leader))
             };
-            // Orders the leader's acquire take before the lanes' use of their runs (as in
+            // Orders the leaders' acquire takes before the lanes' use of their runs (as in
             // serve_group).
             // SAFETY: see the round's first collective.
             unsafe { arch::syncwarp(active) };
-            if got == 0 {
-                return core::ptr::null_mut();
-            }
-            // Lanes whose whole run fits: a prefix in lane order.
+            // Lanes whose whole run fits: a prefix of their band in lane order.
             let served = before + units <= got;
-            // SAFETY: see the round's first collective (`got == 0` is the same in each lane).
-            let served_lanes = unsafe { arch::ballot_sync(active, served) };
-            if arch::lane_id() == leader {
+            // SAFETY: see the round's first collective.
+            let served_lanes = unsafe { arch::ballot_sync(active, served) } & peers;
+            if arch::lane_id() == leader && got > 0 {
                 // SAFETY: base/got are the leader's take above (of class c's packed row), and
                 // the served lanes' runs lie within it.
                 unsafe { self.settle_packed(base, c, got, served_lanes.count_ones()) };
+            }
+            if got == 0 {
+                return core::ptr::null_mut();
             }
             if served {
                 let p = base + before as u64 * slice_bytes(c);
