@@ -734,6 +734,40 @@ impl<'a> Veb<'a> {
         self.search_exactly(|exact| self.run_pass(k, exact, u64::MAX))
     }
 
+    /// As `claim_run`, for the lowest run of `k` contiguous free indices whose start `s` has
+    /// `ok(s)`: a caller that needs more than the run itself (a run of fresh segments that the
+    /// free blocks right before it make up to a block run, `Blocks::fresh_run`). `ok` is a
+    /// hint, called with no claim held; the caller decides again after the claim.
+    #[inline(never)]
+    pub fn claim_run_where(&self, k: u64, ok: impl Fn(u64) -> bool) -> Option<u64> {
+        if k == 0 || k > self.layout.universe {
+            return None;
+        }
+        self.search_exactly(|exact| self.run_pass_where(k, exact, &ok))
+    }
+
+    /// One pass of `claim_run_where`. Bounded as `run_pass`: the start only moves up, and
+    /// stays at one index for at most `RUN_CLAIM_TRIES` lost races.
+    fn run_pass_where(&self, k: u64, exact: bool, ok: &impl Fn(u64) -> bool) -> Option<u64> {
+        let (mut from, mut lost) = (0, 0);
+        loop {
+            let s = self.next_free(from, exact)?;
+            let e = self.run_end(s, k);
+            if e - s < k {
+                from = e + 1;
+            } else if !ok(s) {
+                (from, lost) = (s + 1, 0);
+            } else if self.remove_range_exact(s, k) {
+                return Some(s);
+            } else if lost + 1 < RUN_CLAIM_TRIES {
+                // Another claimer took part of it: look again from the same start.
+                (from, lost) = (s, lost + 1);
+            } else {
+                (from, lost) = (s + 1, 0);
+            }
+        }
+    }
+
     /// As `claim_run`, for a run that does not cross a multiple of `window` (a power of two,
     /// at least `k`): a run of blocks in one segment, for a group whose blocks fill all
     /// `MAX_BLOCKS_PER_SEGMENT` ids of a segment (so that nothing else keeps runs apart).
