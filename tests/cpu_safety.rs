@@ -204,6 +204,102 @@ fn packed_requests_round_by_their_own_size_whatever_their_warp_asks() {
     }
 }
 
+/// A packed block's bound bits are not cleared when it comes back: the next objects' marks
+/// clear what lies inside them, so a size read after the block served other objects (packed
+/// and slices) is exact, and `realloc` copies the whole object and no more.
+#[test]
+fn packed_sizes_are_exact_after_the_block_served_others() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    // Lives of one packed block: many bounds, then objects that straddle them.
+    for (life, sizes) in [[16u64; 32], [200; 32], [40; 32], [256; 32], [1; 32]].iter().enumerate() {
+        let ptrs = cpu.warp_malloc_packed(sizes);
+        for (l, &p) in ptrs.iter().enumerate() {
+            assert_eq!(h.usable_size(p), sizes[l].div_ceil(16) * 16, "life {life} lane {l}");
+            fill(p, sizes[l], (life * 32 + l) as u64);
+        }
+        // A realloc that grows moves the object and keeps its bytes; one that fits stays.
+        // SAFETY: ptrs[0] is a live packed object of this heap, owned here; on success it is
+        // replaced by q (freed by the realloc), on failure it stays allocated.
+        let q = unsafe { h.realloc(ptrs[0], 1000) };
+        assert!(!q.is_null());
+        check(q, sizes[0], (life * 32) as u64);
+        // SAFETY: ptrs[1] is live and owned here; a shrink keeps it in place.
+        assert_eq!(unsafe { h.realloc(ptrs[1], sizes[1].min(8)) }, ptrs[1]);
+        h.validate().expect("consistent with live packed objects");
+        for p in ptrs[1..].iter().copied().chain([q]) {
+            // SAFETY: each came from this life's mallocs (ptrs[0] replaced by q), freed once.
+            unsafe { h.free(p) };
+        }
+        // The packed slot gives back its block (whole again), which the next life claims
+        // again, and between two lives it serves 16-byte slices.
+        h.trim();
+        let s16: Vec<*mut u8> = (0..64).map(|_| h.malloc(16)).collect();
+        for p in s16 {
+            // SAFETY: p came from the malloc just above, freed once.
+            unsafe { h.free(p) };
+        }
+        h.trim();
+        assert_empty(h);
+    }
+}
+
+/// A warp of mixed sizes, all up to `MIXED_PACKED_MAX_BYTES`, packs them (one current block
+/// for all), each rounded by its own size; a warp with a larger request, or of one size,
+/// keeps its classes' slices for every lane. Sizes and `realloc` work for all.
+#[test]
+fn mixed_warps_of_small_sizes_pack() {
+    let cpu = CpuHeap::new(8, 1);
+    let h = cpu.heap();
+    let max = veballoc::kernels::heap::MIXED_PACKED_MAX_BYTES;
+    let small: Vec<u64> = (0..32).map(|l| [24, 100, 33, 512, 129, 16, 65, 1][l % 8]).collect();
+    let mut larger = small.clone();
+    larger[5] = max + 1;
+    let (packed, sliced, uniform) =
+        (cpu.warp_malloc(&small), cpu.warp_malloc(&larger), cpu.warp_malloc(&[100; 32]));
+    assert_eq!(stats(h).live_packed, 32, "only the small mixed warp packs");
+    for (l, &p) in packed.iter().enumerate() {
+        let unit = packed_unit(small[l]);
+        assert_eq!(h.usable_size(p), small[l].div_ceil(unit) * unit, "lane {l}: {} B", small[l]);
+    }
+    // The lanes of one unit are back to back, in lane order.
+    let sixteen: Vec<usize> = (0..32).filter(|&l| small[l] <= 256).collect();
+    for w in sixteen.windows(2) {
+        assert_eq!(packed[w[1]] as u64 - packed[w[0]] as u64, small[w[0]].div_ceil(16) * 16);
+    }
+    for (l, &p) in sliced.iter().enumerate() {
+        let class =
+            veballoc::kernels::class::warp_class(veballoc::kernels::block::slice_class(larger[l]), false);
+        assert_eq!(
+            h.usable_size(p),
+            veballoc::kernels::block::slice_bytes(class),
+            "lane {l}: {} B",
+            larger[l]
+        );
+    }
+    let all: Vec<(*mut u8, u64)> = packed
+        .into_iter()
+        .zip(small.iter().copied())
+        .chain(sliced.into_iter().zip(larger.iter().copied()))
+        .chain(uniform.into_iter().map(|p| (p, 100)))
+        .collect();
+    for (i, &(p, size)) in all.iter().enumerate() {
+        fill(p, size, i as u64);
+    }
+    for (i, (p, size)) in all.into_iter().enumerate() {
+        check(p, size, i as u64);
+        // SAFETY: p came from a warp_malloc above, owned here; the realloc frees it on
+        // success (asserted), and q is freed once below.
+        let q = unsafe { h.realloc(p, 5000) };
+        assert!(!q.is_null());
+        check(q, size, i as u64);
+        // SAFETY: q came from the realloc above, freed once.
+        unsafe { h.free(q) };
+    }
+    h.trim();
+    assert_empty(h);
+}
+
 #[test]
 fn packed_warps_are_contiguous_and_free_without_headers() {
     let cpu = CpuHeap::new(8, 2);
@@ -230,11 +326,15 @@ fn packed_warps_are_contiguous_and_free_without_headers() {
             live.push((ptrs[l], sizes[l], round ^ l as u64));
         }
         split_runs += split as u64;
-        // Sizes are not recorded: usable_size says so, realloc refuses and keeps the data.
-        assert_eq!(h.usable_size(ptrs[0]), 0);
-        // SAFETY: ptrs[0] is a live packed object of this heap (owned here, in `live`); a realloc of a
-        // packed pointer fails (asserted), leaving it allocated and untouched.
-        assert!(unsafe { h.realloc(ptrs[0], 2048) }.is_null());
+        // Each object's size, rounded to its unit, is recorded (its bounds), and nothing more:
+        // the heap's bytes between objects are no one's.
+        for l in 0..32 {
+            let unit = packed_unit(sizes[l]);
+            assert_eq!(h.usable_size(ptrs[l]), sizes[l].div_ceil(unit) * unit, "round {round} lane {l}");
+            if sizes[l] > 16 {
+                assert_eq!(h.usable_size(ptrs[l].wrapping_add(16)), 0, "no object starts inside one");
+            }
+        }
     }
     let per_block = |i: usize| {
         veballoc::kernels::block::slices_per_block(veballoc::kernels::slice::PACKED_CLASSES[i]) as u64
@@ -288,6 +388,9 @@ enum Op {
     Free(usize),
     Realloc(usize, u64),
     Packed(Vec<u64>),
+    /// `malloc` by a warp of these sizes (`CpuHeap::warp_malloc`: a mixed warp packs its
+    /// small requests).
+    Warp(Vec<u64>),
     /// Free, then free the same pointer again at once (before any malloc can reuse it); a
     /// no-op where the build cannot catch it (`double_free_caught`).
     FreeTwice(usize),
@@ -310,6 +413,7 @@ fn op_strategy() -> impl Strategy<Value = Op> {
         4 => any::<usize>().prop_map(Op::Free),
         2 => (any::<usize>(), size_strategy()).prop_map(|(i, s)| Op::Realloc(i, s)),
         2 => prop::collection::vec(1u64..=4096, 1..=32).prop_map(Op::Packed),
+        2 => prop::collection::vec(size_strategy(), 1..=32).prop_map(Op::Warp),
         1 => any::<usize>().prop_map(Op::FreeTwice),
         1 => any::<usize>().prop_map(Op::FreeInterior),
     ]
@@ -364,17 +468,29 @@ proptest! {
                     // SAFETY: live[i].p is live and owned here, and nothing else touches it; when the realloc
                     // succeeds q replaces it below, and when it fails (null) it stays allocated.
                     let q = unsafe { h.realloc(live[i].p, size) };
-                    if live[i].packed {
-                        prop_assert!(q.is_null(), "packed pointers cannot be resized");
-                    } else if !q.is_null() {
+                    if !q.is_null() {
                         check_prefix(q, live[i].size, size, live[i].tag);
                         fill(q, size, tag);
-                        live[i] = Live { p: q, size, tag, packed: false };
+                        // Kept in place (a packed object that has room stays packed), or moved
+                        // to `malloc`'s memory.
+                        let packed = live[i].packed && q == live[i].p;
+                        live[i] = Live { p: q, size, tag, packed };
+                    }
+                }
+                Op::Warp(sizes) => {
+                    let packed = CpuHeap::packed_lanes(&sizes);
+                    for (lane, p) in cpu.warp_malloc(&sizes).into_iter().enumerate() {
+                        if !p.is_null() {
+                            prop_assert!(h.usable_size(p) >= sizes[lane]);
+                            fill(p, sizes[lane], tag + lane as u64);
+                            live.push(Live { p, size: sizes[lane], tag: tag + lane as u64, packed: packed[lane] });
+                        }
                     }
                 }
                 Op::Packed(sizes) => {
                     for (lane, p) in cpu.warp_malloc_packed(&sizes).into_iter().enumerate() {
                         if !p.is_null() {
+                            prop_assert_eq!(h.usable_size(p), sizes[lane].div_ceil(packed_unit(sizes[lane])) * packed_unit(sizes[lane]));
                             fill(p, sizes[lane], tag + lane as u64);
                             live.push(Live { p, size: sizes[lane], tag: tag + lane as u64, packed: true });
                         }

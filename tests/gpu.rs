@@ -9,6 +9,9 @@
 use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
 use veballoc::kernels::class::{warp_class, RUN_BLOCK_BYTES, RUN_GROUP};
+use veballoc::kernels::cpu::CpuHeap;
+use veballoc::kernels::heap::packed_band;
+use veballoc::kernels::slice::PACKED_CLASSES;
 use veballoc::{Gpu, Heap, SEGMENT_BYTES};
 
 const BLOCK: u32 = 256;
@@ -64,25 +67,60 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
     // No two live allocations overlap, and the metadata accounts for exactly them.
     let hp = host(&ptrs);
     // A lane's slice: its class's, or in a warp of mixed sizes, for the odd classes of the
-    // eight-per-doubling band, the next class's (`class::warp_class`). A launch of one size
-    // has uniform warps: exactly its class.
+    // eight-per-doubling band, the next class's (`class::warp_class`); a mixed warp's requests
+    // up to `MIXED_PACKED_MAX_BYTES` are packed objects instead, rounded to their unit
+    // (`CpuHeap::packed_lanes` tells which; warps are 32 consecutive threads). A launch of one
+    // size has uniform warps: exactly its class.
+    let size_of = |i: usize| sizes.map_or(size, |s| s[i] as u64);
+    let packed: Vec<bool> = (0..n as usize)
+        .step_by(32)
+        .flat_map(|w| CpuHeap::packed_lanes(&(w..(w + 32).min(n as usize)).map(size_of).collect::<Vec<_>>()))
+        .collect();
     let usable = |i: usize, mixed: bool| -> u64 {
-        let s = sizes.map_or(size, |s| s[i] as u64);
-        slice_bytes(warp_class(slice_class(s), !mixed))
+        let s = size_of(i);
+        if packed[i] {
+            let unit = slice_bytes(PACKED_CLASSES[packed_band(s)]);
+            s.div_ceil(unit) * unit
+        } else {
+            slice_bytes(warp_class(slice_class(s), !mixed))
+        }
     };
     let mut order: Vec<usize> = (0..n as usize).collect();
     order.sort_by_key(|&i| hp[i]);
     for w in order.windows(2) {
         assert!(hp[w[0]] + usable(w[0], false) <= hp[w[1]], "size {size}: allocations overlap");
     }
-    let live: u64 = (0..n as usize).map(|i| usable(i, false)).sum();
-    let live_most: u64 = (0..n as usize).map(|i| usable(i, sizes.is_some())).sum();
+    // Each allocation's usable size is what it was given (for packed objects, the bounds
+    // their warp recorded).
+    let usable_out = veballoc::zeroed_u64s(n as usize).unwrap();
+    // SAFETY: matches vb_usable's signature in kernels/src/entry_bench.rs.
+    unsafe {
+        let args = veballoc::kernel_args![heap.arg(), p, n, usable_out.as_device_ptr().as_raw()];
+        gpu.launch("vb_usable", n, BLOCK, args).unwrap();
+    }
+    gpu.sync().unwrap();
+    let got = host(&usable_out);
+    for i in 0..n as usize {
+        let want = usable(i, false);
+        // A mixed warp's lane of an odd class of the fine band takes the next class.
+        let ok = got[i] == want || (!packed[i] && sizes.is_some() && got[i] == usable(i, true));
+        assert!(ok, "size {size}: thread {i} ({} B) usable {} against {want}", size_of(i), got[i]);
+    }
+    // Packed objects are counted as objects, the rest in bytes.
+    let live: u64 = (0..n as usize).filter(|&i| !packed[i]).map(|i| usable(i, false)).sum();
+    let live_most: u64 = (0..n as usize).filter(|&i| !packed[i]).map(|i| usable(i, sizes.is_some())).sum();
     let stats = heap.stats().unwrap();
     assert!(
         (live..=live_most).contains(&stats.bytes_in_use),
         "size {size}: stats vs live bytes {live}..={live_most}"
     );
+    assert_eq!(
+        stats.live_packed,
+        packed.iter().filter(|&&p| p).count() as u64,
+        "size {size}: packed objects"
+    );
     let usable = |i: usize| usable(i, false);
+    let live: u64 = (0..n as usize).map(usable).sum();
     let range = hp[*order.last().unwrap()] + usable(*order.last().unwrap()) - hp[order[0]];
     println!(
         "size {:>5}: {} allocations ok, {} MiB live, address range {:.3}x live, {} segments used",
@@ -351,6 +389,30 @@ fn gpu_packed_mixed_sizes_are_warp_contiguous() {
         order.sort_by_key(|&i| ptrs[i]);
         for w in order.windows(2) {
             assert!(ptrs[w[0]] + rounded(w[0]) <= ptrs[w[1]], "packed objects overlap");
+        }
+        // Every object's size, rounded to its unit, is recorded (its warp's bound writes).
+        let (pbuf, ubuf) =
+            (DeviceBuffer::from_slice(&ptrs).unwrap(), veballoc::zeroed_u64s(n as usize).unwrap());
+        // SAFETY: matches vb_usable's signature in kernels/src/entry_bench.rs.
+        unsafe {
+            let args = veballoc::kernel_args![
+                heap.arg(),
+                pbuf.as_device_ptr().as_raw(),
+                n,
+                ubuf.as_device_ptr().as_raw()
+            ];
+            gpu.launch("vb_usable", n, BLOCK, args).unwrap();
+        }
+        gpu.sync().unwrap();
+        let got = host(&ubuf);
+        for i in 0..n as usize {
+            let u = unit(i);
+            assert_eq!(
+                got[i],
+                (sizes[i] as u64).div_ceil(u) * u,
+                "packed 1..{max} B: thread {i} ({} B)",
+                sizes[i]
+            );
         }
         let s = heap.stats().unwrap();
         assert_eq!(s.live_packed, n, "{s:?}");

@@ -122,6 +122,26 @@ macro_rules! gpu_atomic_impl {
                 unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
+            /// `fetch_add_relaxed` whose result nobody reads: a `red`, which the thread does not
+            /// wait for.
+            #[inline(always)]
+            pub fn red_add_relaxed(&self, x: $t) {
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.add.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+            }
+            /// `fetch_or_relaxed` whose result nobody reads: a `red`, which the thread does not
+            /// wait for.
+            #[inline(always)]
+            pub fn red_or_relaxed(&self, x: $t) {
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.or.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+            }
+            /// `fetch_and_relaxed` whose result nobody reads (a `red`).
+            #[inline(always)]
+            pub fn red_and_relaxed(&self, x: $t) {
+                // SAFETY: as in load_relaxed.
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.and.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+            }
             #[inline(always)]
             pub fn fetch_or_release(&self, x: $t) -> $t {
                 let r: $t;
@@ -231,6 +251,21 @@ macro_rules! host_atomic_impl {
             pub fn fetch_and_relaxed(&self, x: $t) -> $t {
                 self.v.fetch_and(x, Ordering::Relaxed)
             }
+            /// `fetch_add_relaxed` whose result nobody reads (a `red` on the GPU).
+            #[inline(always)]
+            pub fn red_add_relaxed(&self, x: $t) {
+                self.v.fetch_add(x, Ordering::Relaxed);
+            }
+            /// `fetch_or_relaxed` whose result nobody reads (a `red` on the GPU).
+            #[inline(always)]
+            pub fn red_or_relaxed(&self, x: $t) {
+                self.v.fetch_or(x, Ordering::Relaxed);
+            }
+            /// `fetch_and_relaxed` whose result nobody reads (a `red` on the GPU).
+            #[inline(always)]
+            pub fn red_and_relaxed(&self, x: $t) {
+                self.v.fetch_and(x, Ordering::Relaxed);
+            }
             #[inline(always)]
             pub fn fetch_or_release(&self, x: $t) -> $t {
                 self.v.fetch_or(x, Ordering::Release)
@@ -310,10 +345,12 @@ mod arena {
     use std::sync::Mutex;
     use std::vec::Vec;
 
-    /// A live arena: the address range it stands for, and where its words are.
+    /// A live arena: the address range it stands for, the part of it with no words (`gap`,
+    /// byte offsets), and where its words are.
     struct Entry {
         base: u64,
         bytes: u64,
+        gap: (u64, u64),
         w64: usize,
         w32: usize,
     }
@@ -334,14 +371,24 @@ mod arena {
         /// Metadata of `bytes` (a multiple of 8) that starts with `header`; every word zero.
         /// Create it inside the loom model (its atomics belong to one execution).
         pub fn new(header: &[u64], bytes: u64) -> Self {
+            Self::with_gap(header, bytes, (0, 0))
+        }
+
+        /// `new`, with no atomics for the bytes `gap.0..gap.1` (8-aligned offsets): a part of
+        /// the metadata the models never touch, whose loom atomics would cost every execution
+        /// (the packed bound bitmaps, 128 KiB a segment). An access there panics.
+        pub fn with_gap(header: &[u64], bytes: u64, gap: (u64, u64)) -> Self {
+            assert!(gap.0 <= gap.1 && gap.1 <= bytes && gap.0.is_multiple_of(8) && gap.1.is_multiple_of(8));
             let words = (bytes / 8) as usize;
             let mut mem = std::vec![0u64; words].into_boxed_slice();
             mem[..header.len()].copy_from_slice(header);
-            let w64: Box<[Atom64]> = (0..words).map(|_| Atom64::new(0)).collect();
-            let w32: Box<[Atom32]> = (0..2 * words).map(|_| Atom32::new(0)).collect();
+            let backed = words - ((gap.1 - gap.0) / 8) as usize;
+            let w64: Box<[Atom64]> = (0..backed).map(|_| Atom64::new(0)).collect();
+            let w32: Box<[Atom32]> = (0..2 * backed).map(|_| Atom32::new(0)).collect();
             let entry = Entry {
                 base: mem.as_ptr() as u64,
                 bytes,
+                gap,
                 w64: w64.as_ptr() as usize,
                 w32: w32.as_ptr() as usize,
             };
@@ -372,7 +419,10 @@ mod arena {
             .find(|e| addr >= e.base && addr + n as u64 * width <= e.base + e.bytes)
             .expect("an address outside every loom arena");
         assert!((addr - e.base).is_multiple_of(width), "a misaligned metadata word");
-        let i = ((addr - e.base) / width) as usize;
+        let (off, end) = (addr - e.base, addr - e.base + n as u64 * width);
+        assert!(end <= e.gap.0 || off >= e.gap.1, "a metadata word the loom arena does not model");
+        let off = if off >= e.gap.1 { off - (e.gap.1 - e.gap.0) } else { off };
+        let i = (off / width) as usize;
         if width == 8 {
             e.w64 + i * core::mem::size_of::<Atom64>()
         } else {

@@ -13,8 +13,8 @@
 use crate::atomic::{Atom32, Atom64};
 use crate::class::{is_mask_class, MASK_CLASS0};
 use crate::layout::{
-    blocks_off, masks_off, unit_kinds_off, HeapLayout, BLOCK_MASK_BYTES, BLOCK_META_BYTES,
-    FORMAT_WORDS_PER_GROUP, UNITS_PER_SEGMENT,
+    blocks_off, bounds_off, masks_off, unit_kinds_off, HeapLayout, BIT_WORD_BITS, BLOCK_MASK_BYTES,
+    BLOCK_META_BYTES, BOUND_WORDS_PER_BLOCK, FORMAT_WORDS_PER_GROUP, UNITS_PER_SEGMENT,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
@@ -383,6 +383,18 @@ impl BlockMeta {
         self.freed.store_relaxed(0);
     }
 
+    /// Gives back `k` slices that were taken and never handed out, while the caller still
+    /// holds a live slice of the block (a packed leader's credit, its own object unfreed):
+    /// this cannot make the block free, so the result is not needed (a `red`).
+    #[inline(always)]
+    pub fn give_back_unused_held(&self, k: u32) {
+        // Relaxed: the slices were never used, so there is nothing to publish; the RMW
+        // continues the release sequences of earlier give-backs, and the caller's later free
+        // of its own slice (release, same word, after this in program order, so after it in
+        // the word's order) is what may complete the count, and recycles.
+        self.freed.red_add_relaxed(k);
+    }
+
     /// Gives back `k` slices of a block of `per_block` slices; true when this made all of
     /// them free (the caller then owns the block and must recycle it).
     #[inline(always)]
@@ -408,6 +420,22 @@ impl BlockMeta {
 #[inline(always)]
 const fn block_slot(seg: u32, local: u32) -> u64 {
     seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64
+}
+
+/// The bits `a..b` of a 64-bit word (`a <= b <= 64`).
+#[inline(always)]
+pub const fn bits_between(a: u32, b: u32) -> u64 {
+    bits_below(b) & !bits_below(a)
+}
+
+/// The bits below `n` of a 64-bit word (`n <= 64`).
+#[inline(always)]
+const fn bits_below(n: u32) -> u64 {
+    if n >= 64 {
+        !0
+    } else {
+        (1 << n) - 1
+    }
 }
 
 /// The free mask of a block of `per` slices (at most `MASK_MAX_SLICES`) with every slice free.
@@ -638,6 +666,111 @@ impl<'a> Blocks<'a> {
     #[inline(always)]
     pub fn layout(&self) -> &'a HeapLayout {
         self.segs.layout()
+    }
+
+    /// Word `w` (below `BOUND_WORDS_PER_BLOCK`) of block `local`'s object-bound bitmap, in a
+    /// heap of `count` segments (the layout's: callers pass the handle's, as for
+    /// `block_meta_in`). Read only where the block is packed; its bits elsewhere are stale.
+    #[inline(always)]
+    pub(crate) fn bound_word_in(&self, count: u32, seg: u32, local: u32, w: u32) -> &'a Atom64 {
+        debug_assert!(count == self.segs.count() && (w as u64) < BOUND_WORDS_PER_BLOCK);
+        let i = block_slot(seg, local) * BOUND_WORDS_PER_BLOCK + w as u64;
+        let addr = self.segs.meta() + bounds_off(count) + i * 8;
+        // SAFETY: `bounds_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT *
+        // BOUND_WORDS_PER_BLOCK` 8-byte words in the metadata buffer, which lives as long as
+        // the heap, for `count` the layout's segment count (as in `block_meta_in`); the block
+        // slot is below `count * MAX_BLOCKS_PER_SEGMENT` and `w` below `BOUND_WORDS_PER_BLOCK`.
+        unsafe { &crate::atomic::words(addr, 1)[0] }
+    }
+
+    /// Records a packed object of units `s..s + k` (`k` at most `PACKED_MAX_UNITS`) of block
+    /// `local` in its bound bitmap: bits `s` and `s + k` set (none past the block's last
+    /// unit), the bits between cleared, so that `object_units(s)` is `k` whatever a past life
+    /// of the block left there. No other object's marking touches these bits (live objects do
+    /// not overlap; a neighbour sets `s` or `s + k` too, never clears them), so no clearing
+    /// is needed anywhere else: not at install, recycle or `free`. (The GPU's packed warps
+    /// write a whole take's bounds at once: `DeviceHeap::mark_packed_run`.)
+    #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
+    #[inline(always)]
+    pub(crate) fn mark_bounds(&self, count: u32, seg: u32, local: u32, s: u32, k: u32) {
+        let bits = BIT_WORD_BITS as u32;
+        let e = s + k;
+        let (ws, we) = (s / bits, e / bits);
+        let ends_here = ws == we;
+        let top = if ends_here { e % bits + 1 } else { bits };
+        let end_bit = if ends_here { 1 << (e % bits) } else { 0 };
+        self.write_bounds(count, seg, local, ws, bits_between(s % bits, top), 1 << (s % bits) | end_bit);
+        if !ends_here && (e as u64) < crate::layout::MAX_PACKED_UNITS {
+            self.write_bounds(count, seg, local, we, bits_between(0, e % bits + 1), 1 << (e % bits));
+        }
+    }
+
+    /// Makes bits `mask` of word `w` of block `local`'s bound bitmap equal to `value` (a
+    /// subset of `mask`), leaving its other bits: a store where `mask` is the whole word (the
+    /// caller's take holds all of its units, so nothing else writes it), else two RMWs.
+    #[inline(always)]
+    pub(crate) fn write_bounds(&self, count: u32, seg: u32, local: u32, w: u32, mask: u64, value: u64) {
+        debug_assert!(value & !mask == 0);
+        let word = self.bound_word_in(count, seg, local, w);
+        // Relaxed, for every write here: the objects' lanes read these bits in `usable_size`
+        // after the writer's warp barrier (`mark_packed_run`) or, on the host, in program
+        // order, and any other thread only after it got a pointer from them, which carries the
+        // happens-before; a past life's writers happen-before through the block's recycle
+        // (their objects' release frees, the recycler's acquire, its release park, our
+        // claim's acquire), so coherence puts their bits before ours. No other live object's
+        // writer touches these bits (objects and takes do not overlap).
+        if mask == !0 {
+            // Relaxed: see above.
+            word.store_relaxed(value);
+            return;
+        }
+        if mask & !value != 0 {
+            // Relaxed, result unused (a `red`): see above.
+            word.red_and_relaxed(!mask | value);
+        }
+        if value != 0 {
+            // Relaxed, result unused (a `red`): see above.
+            word.red_or_relaxed(value);
+        }
+    }
+
+    /// Units of the packed object that starts at unit `u` of block `local` (of `per` units):
+    /// from its bit to the next set bit, or to the block's end; `None` where bit `u` is clear
+    /// (no object starts there) or no end lies within `max` units (no live object starts
+    /// there: `mark_bounds` set one).
+    #[inline(always)]
+    pub(crate) fn object_units(
+        &self,
+        count: u32,
+        seg: u32,
+        local: u32,
+        u: u32,
+        per: u32,
+        max: u32,
+    ) -> Option<u32> {
+        let bits = BIT_WORD_BITS as u32;
+        // Relaxed: the caller's object was marked before its pointer reached the caller (see
+        // `mark_bounds`); bits set since by other objects lie outside it.
+        let first = self.bound_word_in(count, seg, local, u / bits).load_relaxed();
+        if first >> (u % bits) & 1 == 0 {
+            return None;
+        }
+        let limit = (u + max).min(per);
+        let mut w = u / bits;
+        let mut word = first & !bits_between(0, u % bits + 1);
+        loop {
+            if word != 0 {
+                let end = w * bits + word.trailing_zeros();
+                return (end <= limit).then_some(end - u);
+            }
+            w += 1;
+            if w * bits > limit || w as u64 >= BOUND_WORDS_PER_BLOCK {
+                // No bit up to the limit: the object ends the block if the block ends there.
+                return (limit == per).then_some(per - u);
+            }
+            // Relaxed: as above.
+            word = self.bound_word_in(count, seg, local, w).load_relaxed();
+        }
     }
 
     /// Metadata of block `local` of segment `seg`.

@@ -110,18 +110,43 @@ impl CpuHeap {
         &self.heap
     }
 
+    /// Which lanes of a warp asking for `sizes` `malloc` serves from packed runs: every slice
+    /// request of a warp whose slice requests want more than one class (as the match groups
+    /// them, after `class::warp_class`) and are all at most `MIXED_PACKED_MAX_BYTES`.
+    pub fn packed_lanes(sizes: &[u64]) -> Vec<bool> {
+        let slice_lanes = || sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s));
+        let first = slice_lanes().next().map(|&s| slice_class(s));
+        let uniform = slice_lanes().all(|&s| Some(slice_class(s)) == first);
+        let group = |s: u64| crate::class::warp_class(slice_class(s), uniform);
+        let first_group = slice_lanes().next().map(|&s| group(s));
+        let mixed = slice_lanes().any(|&s| Some(group(s)) != first_group);
+        let small = slice_lanes().all(|&s| s <= crate::heap::MIXED_PACKED_MAX_BYTES);
+        let is_slice = |s: u64| s != 0 && !crate::heap::takes_unit_run(s);
+        sizes.iter().map(|&s| mixed && small && is_slice(s)).collect()
+    }
+
     /// Allocates for a simulated warp, the way `malloc` does on the device: lanes that want
     /// the same slice class form a group; its leader takes slices for all with one
-    /// `take_slices` call, lanes it could not serve try again. Larger sizes go per lane.
+    /// `take_slices` call, lanes it could not serve try again. Larger sizes go per lane. In a
+    /// warp of several classes, the requests up to `MIXED_PACKED_MAX_BYTES` pack together
+    /// (`warp_malloc_packed`), as `malloc_slice_in` routes them.
     pub fn warp_malloc(&self, sizes: &[u64]) -> Vec<*mut u8> {
         assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
-        let mut pending: Vec<usize> = (0..sizes.len()).collect();
         // Each lane's class as `malloc_slice` picks it: the band's odd classes for a warp
         // whose lanes all ask for one class only (`class::warp_class`).
         let slice_lanes = || sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s));
         let first = slice_lanes().next().map(|&s| slice_class(s));
         let uniform = slice_lanes().all(|&s| Some(slice_class(s)) == first);
+        let routed = Self::packed_lanes(sizes);
+        let packed: Vec<usize> = (0..sizes.len()).filter(|&l| routed[l]).collect();
+        if !packed.is_empty() {
+            let got = self.warp_malloc_packed(&packed.iter().map(|&l| sizes[l]).collect::<Vec<_>>());
+            for (i, &l) in packed.iter().enumerate() {
+                out[l] = got[i];
+            }
+        }
+        let mut pending: Vec<usize> = (0..sizes.len()).filter(|&l| !routed[l]).collect();
         let class_of_lane = |s: u64| crate::class::warp_class(slice_class(s), uniform);
         for _ in 0..crate::heap::WARP_ROUNDS {
             if pending.is_empty() {
@@ -212,6 +237,7 @@ impl CpuHeap {
                 let (mut before, mut served) = (0u32, 0usize);
                 while served < lanes.len() && before + units[served] <= got {
                     let p = base + before as u64 * unit;
+                    self.heap.mark_packed_object(p, c, units[served]);
                     if self.heap.checking() {
                         // SAFETY: p is the first unit of this request's run of the take above.
                         unsafe { self.heap.hand_out().mark_handed_out(p, c, 1) };

@@ -139,6 +139,16 @@ pub unsafe extern "ptx-kernel" fn vb_free(heap: DeviceHeap, ptrs: *const u64, n:
     }
 }
 
+/// `sizes[i] = usable_size(ptrs[i])` for i < n (a test of the sizes packed objects record).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_usable(heap: DeviceHeap, ptrs: *const u64, n: u64, sizes: *mut u64) {
+    let i = arch::global_thread_x();
+    if i < n {
+        // SAFETY: the host passes arrays of n words; thread i reads and writes its own.
+        unsafe { *sizes.add(i as usize) = heap.usable_size(*ptrs.add(i as usize) as *const u8) };
+    }
+}
+
 /// The two-heap kernels' rule: `b` for lanes whose bit `lane_bit` is set, else `a`.
 #[inline(always)]
 fn lane_heap(a: DeviceHeap, b: DeviceHeap, lane_bit: u32) -> DeviceHeap {

@@ -7,9 +7,9 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    block_at, block_index, group_block_bytes, group_block_shift, group_of, kind_parts, slice_bytes,
-    slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED, KIND_RUN_TAIL,
-    KIND_SLICES, KIND_WHOLE, MAX_SLICE_BYTES, NUM_CLASSES,
+    bits_between, block_at, block_index, group_block_bytes, group_block_shift, group_of, kind_parts,
+    slice_bytes, slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED,
+    KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
 use crate::class::{
@@ -56,6 +56,13 @@ pub const fn packed_band(size: u64) -> usize {
 const PACKED_FIELD_BITS: u32 = 10;
 const _: () = assert!(PACKED_UNITS_PER_WARP < 1 << PACKED_FIELD_BITS);
 const _: () = assert!(PACKED_CLASSES.len() as u32 * PACKED_FIELD_BITS <= u32::BITS);
+/// Largest request in a warp of mixed sizes that `malloc` packs (`malloc_packed`'s runs)
+/// instead of taking a slice of each class: a warp whose lanes want several classes would
+/// hold a current block of each on every multiprocessor, and a burst of mixed sizes up to
+/// 64 B left 2.6 times the bytes asked between its lowest and highest address (1.8 up to
+/// 512 B); packed, 1.3 and 1.13. A warp with any larger request keeps the class path for all
+/// its lanes (r44).
+pub const MIXED_PACKED_MAX_BYTES: u64 = 512;
 /// Largest request `malloc_packed` packs (the largest slice): `PACKED_MAX_UNITS` of the
 /// largest band's unit.
 pub const PACKED_MAX_BYTES: u64 = 4096;
@@ -494,7 +501,7 @@ impl DeviceHeap {
         if size == 0 {
             core::ptr::null_mut()
         } else if takes_slice(size) {
-            self.malloc_slice(slice_class(size))
+            self.malloc_slice(slice_class(size), size)
         } else if size <= MAX_SLICE_BYTES {
             self.malloc_whole(UNIT_RUNS, unit_run_len(size), 1)
         } else if size <= self.capacity() {
@@ -530,7 +537,7 @@ impl DeviceHeap {
     /// partly live blocks, and that call inside the small classes' loop made their allocation
     /// 4-10% slower (H200, r31 `spill/`).
     #[inline]
-    fn malloc_slice(&self, c: usize) -> *mut u8 {
+    fn malloc_slice(&self, c: usize, size: u64) -> *mut u8 {
         // The band's odd classes serve uniform warps only (see `class::warp_class`). A ballot
         // first: the match that tells uniform from mixed only where a lane needs it, taken by
         // every active lane (the ballot is the same in each).
@@ -548,23 +555,47 @@ impl DeviceHeap {
         if is_mask_class(c) {
             self.dup().malloc_mask_slice(c)
         } else {
-            self.malloc_slice_in::<false>(c)
+            self.malloc_slice_in::<false>(c, size)
         }
     }
 
     /// `malloc_slice` of a mask class. By value, as `free_not_slice`.
     #[inline(never)]
     fn malloc_mask_slice(self, c: usize) -> *mut u8 {
-        self.malloc_slice_in::<true>(c)
+        // A mask class's slices are larger than any request that packs.
+        self.malloc_slice_in::<true>(c, u64::MAX)
     }
 
-    /// `malloc_slice`'s loop; `PARTIAL`: `c` is a mask class (see `serve_group`).
+    /// A routed request of a mixed warp (`malloc_slice_in`): `malloc_packed`'s path. Out of
+    /// line and by value, as `malloc_mask_slice`: uniform warps' code stays as it was.
+    #[inline(never)]
+    fn malloc_mixed_packed(self, size: u64) -> *mut u8 {
+        // Routed requests are 1..=MIXED_PACKED_MAX_BYTES, within PACKED_MAX_BYTES.
+        self.malloc_packed_in(size)
+    }
+
+    /// `malloc_slice`'s loop for a request of `size` bytes; `PARTIAL`: `c` is a mask class
+    /// (see `serve_group`).
     #[inline(always)]
-    fn malloc_slice_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
-        for _ in 0..WARP_ROUNDS {
+    fn malloc_slice_in<const PARTIAL: bool>(&self, c: usize, size: u64) -> *mut u8 {
+        for round in 0..WARP_ROUNDS {
+            let active = arch::activemask();
             // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
             // and all of them reach the match.
-            let peers = unsafe { arch::match_any_sync_u64(arch::activemask(), self.class_key(c)) };
+            let peers = unsafe { arch::match_any_sync_u64(active, self.class_key(c)) };
+            // A warp of mixed small sizes (this lane's class group is not every active lane,
+            // so no group is: the test is the same in each lane; and no lane asks for more
+            // than `MIXED_PACKED_MAX_BYTES`) packs its requests: one take a unit, where its
+            // classes would each hold a current block. A warp with larger requests keeps the
+            // class path, so that it does not serve two paths one after the other.
+            if round == 0 && peers != active {
+                // SAFETY: every active lane is in this branch or none is (above), and `active`
+                // names them (activemask).
+                let larger = unsafe { arch::ballot_sync(active, size > MIXED_PACKED_MAX_BYTES) };
+                if larger == 0 {
+                    return self.dup().malloc_mixed_packed(size);
+                }
+            }
             // SAFETY: every lane of `peers` wants class `c` of this heap (the match) and makes
             // this call next.
             if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
@@ -767,7 +798,7 @@ impl DeviceHeap {
             arch::ballot_sync(active, c as u32 == leaders) == active
         };
         if !agree {
-            return self.malloc_slice(c);
+            return self.malloc_slice(c, size);
         }
         // SAFETY: every active lane's class equals the lowest active lane's (checked above),
         // and the active lanes stay the same through the call (the caller's contract).
@@ -929,8 +960,10 @@ impl DeviceHeap {
     /// neighbouring threads' data is adjacent whatever their sizes. Sizes above
     /// `PACKED_MAX_BYTES` go to `malloc`. `free` needs no header: a packed block counts
     /// objects, not bytes (the leader gives back each object's extra units at once).
-    /// The size is not recorded: `usable_size` returns 0 and `realloc` returns null for a
-    /// packed pointer.
+    /// Each object's bounds are recorded (two bits of its block's bound bitmap), so
+    /// `usable_size` returns its rounded size and `realloc` works as for any pointer. `malloc`
+    /// takes this path for the small requests of a warp that asks for several size classes
+    /// (`MIXED_PACKED_MAX_BYTES`).
     ///
     /// ```ignore
     /// let node = heap.malloc_packed(16 + 8 * degree as u64); // sizes differ per lane
@@ -943,6 +976,14 @@ impl DeviceHeap {
         if size == 0 || size > PACKED_MAX_BYTES {
             return self.malloc(size);
         }
+        self.malloc_packed_in(size)
+    }
+
+    /// `malloc_packed` of `size` in 1..=`PACKED_MAX_BYTES` (it never calls `malloc`, so the
+    /// routed requests' path has no cycle through `malloc`).
+    #[inline(always)]
+    fn malloc_packed_in(&self, size: u64) -> *mut u8 {
+        debug_assert!(size > 0 && size <= PACKED_MAX_BYTES);
         let band = packed_band(size);
         let c = PACKED_CLASSES[band];
         // Packed units are powers of two: a shift, not a division by a variable.
@@ -1011,6 +1052,11 @@ impl DeviceHeap {
             }
             if served {
                 let p = base + before as u64 * slice_bytes(c);
+                // The band's objects' bounds, so that `usable_size` and `realloc` know sizes.
+                // SAFETY: the lanes of `served_lanes` (this one among them) are this branch's
+                // lanes of this band, converged here; their objects lie back to back from
+                // `base` in lane order within the leader's take, not handed out yet.
+                unsafe { self.mark_packed_run(served_lanes, base, p, c, units) };
                 if self.checking() {
                     // SAFETY: p is the first unit of this lane's run of the take above.
                     unsafe { self.hand_out().mark_handed_out(p, c, 1) };
@@ -1021,22 +1067,106 @@ impl DeviceHeap {
         core::ptr::null_mut()
     }
 
+    /// Records the bounds of a band's served objects in their block's bound bitmap, as
+    /// `Blocks::mark_bounds` does one object's, with a few writes a warp instead of two RMWs
+    /// a lane: the lanes whose objects start in one bitmap word gather their start bits (and
+    /// the last object's end), and the lowest of them writes the word (a store where the take
+    /// holds the whole word, else two RMWs at the take's two ends). Returns after every
+    /// write (`bar.warp.sync`), so each lane's `usable_size` sees its bounds.
+    ///
+    /// # Safety
+    /// Every lane of `served` (this one among them) makes this call together, converged, with
+    /// the same `base` and `c`: a take of class `c`'s packed row at `base`, whose served
+    /// objects lie back to back from `base` in lane order (this lane's of `units` units at
+    /// `p`) and are not handed out yet.
+    #[inline(always)]
+    unsafe fn mark_packed_run(&self, served: u32, base: u64, p: u64, c: usize, units: u32) {
+        const BITS: u32 = crate::layout::BIT_WORD_BITS as u32;
+        let (seg, local) = self.block_of(p, c);
+        let unit_shift = slice_bytes(c).trailing_zeros();
+        let in_block = group_block_bytes(group_of(c)) - 1;
+        let s = (((p - self.mem) & in_block) >> unit_shift) as u32;
+        let r0 = (((base - self.mem) & in_block) >> unit_shift) as u32;
+        let last = u32::BITS - 1 - served.leading_zeros();
+        let per = slices_per_block(c);
+        // SAFETY: (this and the other collectives) every lane of `served` makes this call
+        // (the caller's contract) and reaches each of them: no branch between.
+        let end = unsafe { arch::shfl_sync_u32(served, s + units, last) };
+        let w = s / BITS;
+        // The fence (the last object's end, unless the block ends there) goes with the last
+        // lane's start word, or on its own where it lies in the next word.
+        let me_last = arch::lane_id() == last;
+        let fence_here = me_last && end < per && end / BITS == w;
+        let mine = 1u64 << (s % BITS) | if fence_here { 1 << (end % BITS) } else { 0 };
+        // SAFETY: as above.
+        let group = unsafe { arch::match_any_sync(served, w) };
+        // SAFETY: as above (`group` is a subset of `served`, each of its lanes here).
+        let value = unsafe {
+            let lo = arch::reduce_or_sync(group, mine as u32);
+            let hi = arch::reduce_or_sync(group, (mine >> u32::BITS) as u32);
+            (hi as u64) << u32::BITS | lo as u64
+        };
+        let count = self.num_segments as u32;
+        if arch::lane_id() == group.trailing_zeros() {
+            // The take's units in this word: from its start (or the word's) to the fence (or
+            // the word's end, or the block's).
+            let from = r0.max(w * BITS) % BITS;
+            let to = end.min(per - 1).min(w * BITS + BITS - 1) % BITS;
+            self.blocks().write_bounds(count, seg, local, w, bits_between(from, to + 1), value);
+        }
+        if me_last && end < per && end / BITS != w {
+            let fw = end / BITS;
+            self.blocks().write_bounds(
+                count,
+                seg,
+                local,
+                fw,
+                bits_between(0, end % BITS + 1),
+                1 << (end % BITS),
+            );
+        }
+        // Orders every lane's writes above before any lane's use of its pointer (bar.warp.sync
+        // orders memory among its lanes, PTX ISA).
+        // SAFETY: as above (the branches rejoin here).
+        unsafe { arch::syncwarp(served) };
+    }
+
+    /// Records the packed object of `units` units of packed class `c` at `p` (not handed
+    /// out yet) in its block's bound bitmap (`Blocks::mark_bounds`): the CPU model's packed
+    /// warps, which hand out their objects one after another.
+    #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
+    #[inline(always)]
+    pub(crate) fn mark_packed_object(&self, p: u64, c: usize, units: u32) {
+        let (seg, local) = self.block_of(p, c);
+        let unit_shift = slice_bytes(c).trailing_zeros();
+        let start = (((p - self.mem) & (group_block_bytes(group_of(c)) - 1)) >> unit_shift) as u32;
+        self.blocks().mark_bounds(self.num_segments as u32, seg, local, start, units);
+    }
+
     /// The packed leader's second step: of the `got` units (of class `c`) taken at `base`,
     /// `served` objects were handed out. Each will give back one unit when freed; everything
     /// else (their extra units, and the tail no lane could use) goes back now.
     ///
     /// # Safety
     /// `base` and `got` are one take of this heap's packed row of class `c`
-    /// (`take_in_row`), settled once, and `served <= got` objects of it were handed out.
+    /// (`take_in_row`), settled once, and `served <= got` objects of it were handed out, the
+    /// first of them at `base` to the caller's thread, which frees it (if ever) after this.
     #[inline(always)]
     pub(crate) unsafe fn settle_packed(&self, base: u64, c: usize, got: u32, served: u32) {
         let credit = got - served;
         if credit > 0 {
             let (seg, local) = self.block_of(base, c);
-            // Packed classes count their frees (no mask): the first slice does not matter.
-            // SAFETY: the caller's contract: `credit` units of that block were taken and are
-            // handed to no one.
-            unsafe { self.slots().release_slices(seg, local, c, 0, credit) };
+            if served > 0 {
+                // The take's first object (the leader's own: served objects are a prefix of
+                // the take, which starts at the leader's) stays live at least until its free,
+                // after this in the leader's program order: this cannot free the block.
+                self.blocks().block_meta(seg, local).give_back_unused_held(credit);
+            } else {
+                // Packed classes count their frees (no mask): the first slice does not matter.
+                // SAFETY: the caller's contract: `credit` units of that block were taken and
+                // are handed to no one.
+                unsafe { self.slots().release_slices(seg, local, c, 0, credit) };
+            }
         }
     }
 
@@ -1337,10 +1467,10 @@ impl DeviceHeap {
         }
     }
 
-    /// Bytes usable at `ptr` (its slice, block or run size); 0 if the heap did not hand it out
-    /// (a pointer inside a slice or a run, as `free` tells them: `realloc` of one copied a
-    /// neighbour's bytes; review of r39) or if it came from `malloc_packed` (whose sizes are
-    /// not recorded).
+    /// Bytes usable at `ptr` (its slice, block or run size, or a packed object's size rounded
+    /// to its unit); 0 if the heap did not hand it out (a pointer inside a slice, a packed
+    /// object or a run, as `free` tells them: `realloc` of one copied a neighbour's bytes;
+    /// review of r39).
     ///
     /// Safe for any `ptr`: it never reads through `ptr`, only the heap's metadata, at indices
     /// checked against the handle's segment count (a pointer outside the heap is 0). For a
@@ -1360,24 +1490,26 @@ impl DeviceHeap {
                     (KIND_SLICES, c) if c < NUM_CLASSES && group_of(c) == g && slice_at(c, in_block).1 => {
                         slice_bytes(c)
                     }
-                    // A packed object's size is not recorded; a parked block hands out nothing,
-                    // and no pointer starts in a run's later blocks.
+                    // A packed object: its bounds (`Blocks::mark_bounds`), where one starts.
+                    (KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
+                        let unit_shift = slice_bytes(c).trailing_zeros();
+                        if in_block & (slice_bytes(c) - 1) != 0 {
+                            return 0;
+                        }
+                        let local = (in_seg >> group_block_shift(g)) as u32;
+                        let u = (in_block >> unit_shift) as u32;
+                        let (per, max) = (slices_per_block(c), PACKED_MAX_UNITS as u32);
+                        match self.blocks().object_units(self.num_segments as u32, seg, local, u, per, max) {
+                            Some(k) => (k as u64) << unit_shift,
+                            None => 0,
+                        }
+                    }
+                    // A parked block hands out nothing, and no pointer starts in a run's later
+                    // blocks.
                     _ => 0,
                 }
             }
             _ => 0,
-        }
-    }
-
-    /// Whether `ptr` lies in a block serving `malloc_packed`.
-    fn is_packed(&self, ptr: *const u8) -> bool {
-        match self.locate(ptr as usize as u64) {
-            // Acquire: as in usable_size.
-            Some((seg, in_seg, SegKind::Group(g))) => {
-                let local = (in_seg >> group_block_shift(g)) as u32;
-                kind_parts(self.blocks().block_meta(seg, local).kind.load_acquire()).0 == KIND_PACKED
-            }
-            _ => false,
         }
     }
 
@@ -1397,8 +1529,7 @@ impl DeviceHeap {
 
     /// Resizes `ptr` to `size` bytes, keeping the contents up to the smaller size. Null `ptr`
     /// means malloc; `size == 0` frees and returns null. On failure returns null and leaves
-    /// `ptr` untouched. Keeps `ptr` when it is already large enough. Fails (null) for
-    /// packed pointers, whose size is not recorded.
+    /// `ptr` untouched. Keeps `ptr` when it is already large enough.
     ///
     /// # Safety
     /// `ptr` is null or meets the conditions of [`DeviceHeap::free`]; no other thread writes
@@ -1436,9 +1567,7 @@ impl DeviceHeap {
         }
         let have = self.usable_size(ptr);
         if have == 0 {
-            if !self.is_packed(ptr) {
-                self.bump(counter::INVALID_FREE);
-            }
+            self.bump(counter::INVALID_FREE);
             return core::ptr::null_mut();
         }
         // In place only where the pointer has the alignment `size` is promised: a 72-byte

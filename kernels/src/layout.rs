@@ -4,8 +4,9 @@
 //! offsets from it, and it names none of them.
 
 use crate::class::{
-    group_block_bytes, group_of, BLOCK_TARGET_BYTES, FINE_CLASS0, MASK_CLASSES, MAX_BLOCKS_PER_SEGMENT,
-    MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES, PARTIAL_IDS_PER_SEGMENT, RUN_GROUPS,
+    group_block_bytes, group_of, slices_per_block, BLOCK_TARGET_BYTES, FINE_CLASS0, MASK_CLASSES,
+    MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES,
+    PARTIAL_IDS_PER_SEGMENT, RUN_GROUPS,
 };
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -74,6 +75,36 @@ pub const BLOCK_MASK_BYTES: u64 = 8;
 #[inline(always)]
 pub const fn masks_off(num_segments: u32) -> u64 {
     blocks_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES
+}
+
+/// Most units a packed block holds (`malloc_packed`: 64 KiB of 16 B, 256 KiB of 64 B, 1 MiB
+/// of 256 B): the bits of a block slot's object-bound bitmap.
+pub const MAX_PACKED_UNITS: u64 = 4096;
+const _: () = {
+    let mut i = 0;
+    while i < PACKED_CLASSES.len() {
+        assert!(slices_per_block(PACKED_CLASSES[i]) as u64 <= MAX_PACKED_UNITS, "a packed block's units fit");
+        i += 1;
+    }
+};
+/// Words of one block slot's object-bound bitmap (`bounds_off`).
+pub const BOUND_WORDS_PER_BLOCK: u64 = MAX_PACKED_UNITS / BIT_WORD_BITS;
+
+/// Offset of the blocks' object-bound bitmaps in a heap of `num_segments` segments: right
+/// after the free masks, `BOUND_WORDS_PER_BLOCK` words per block slot, so that a packed
+/// object's bits are found from the segment count alone. In a packed block, an object of
+/// units `s..e` has bit `s` and bit `e` set and the bits between clear (`Blocks::mark_bounds`),
+/// so its size is the distance to the next set bit. 512 bytes per block slot, 256 slots per
+/// 16 MiB segment: 8 MiB per GiB of heap (1/128).
+#[inline(always)]
+pub const fn bounds_off(num_segments: u32) -> u64 {
+    masks_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_MASK_BYTES
+}
+
+/// End of the bound bitmaps (`bounds_off`) in a heap of `num_segments` segments.
+#[inline(always)]
+pub const fn bounds_end(num_segments: u32) -> u64 {
+    bounds_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BOUND_WORDS_PER_BLOCK * 8
 }
 
 /// Where every part of the metadata lives, as byte offsets from its base.
@@ -213,9 +244,9 @@ impl HeapLayout {
         let n = num_segments as u64;
         // First the segment table, the kind copies and the block metadata, at offsets that
         // follow from the segment count alone (`TABLE_OFF`, `unit_kinds_off`, `blocks_off`,
-        // `masks_off`), which the kernels' heap handle carries: `free` finds its words with no
-        // header load.
-        let mut off = masks_off(num_segments) + n * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_MASK_BYTES;
+        // `masks_off`, `bounds_off`), which the kernels' heap handle carries: `free` finds its
+        // words with no header load.
+        let mut off = bounds_end(num_segments);
         let seg_tree = VebLayout::new(n);
         let seg_tree_off = off;
         off += seg_tree.total_words as u64 * 8;

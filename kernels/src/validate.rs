@@ -91,6 +91,10 @@ impl Stats {
 /// The first inconsistency the validator found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeapError {
+    /// (Heaps with checks) the live packed object at unit `unit` of block `local` has no size
+    /// in its block's bound bitmap (`size` 0), or one that covers another live object's start:
+    /// `usable_size` and `realloc` would read or hand out a neighbour's bytes.
+    PackedBounds { seg: u32, local: u32, unit: u32, size: u64 },
     /// A tree's summaries hide a free index (`tree` is the group, `None` for the segment tree).
     Tree { tree: Option<usize>, err: crate::veb::VebError },
     /// The segment tree and the table disagree about segment `seg`.
@@ -318,6 +322,36 @@ impl DeviceHeap {
         Ok(())
     }
 
+    /// With checks, every live object of packed block `local` (class `c`, whose slot handed
+    /// out `handed` units) has its size in the bound bitmap (`usable_size` not 0) and holds no
+    /// other live object's start: `usable_size` and `realloc` of it stay within it.
+    fn check_packed_bounds(
+        &self,
+        seg: u32,
+        local: u32,
+        g: usize,
+        c: usize,
+        handed: u32,
+    ) -> Result<(), HeapError> {
+        if !self.checking() {
+            return Ok(());
+        }
+        let base = self.blocks().block_addr(g, gid_of(seg, local));
+        let unit = slice_bytes(c);
+        for u in 0..handed {
+            let p = base + u as u64 * unit;
+            if !self.hand_out().is_marked(p) {
+                continue;
+            }
+            let size = self.usable_size(p as usize as *const u8);
+            let units = (size / unit) as u32;
+            if size == 0 || (1..units).any(|i| self.hand_out().is_marked(p + i as u64 * unit)) {
+                return Err(HeapError::PackedBounds { seg, local, unit: u, size });
+            }
+        }
+        Ok(())
+    }
+
     /// Checks segment `seg`, formatted for group `g`: its blocks against its tree, their kinds
     /// and counts, the runs of whole blocks (`run`: one that began in the segments before and
     /// goes on here, updated for the next segment).
@@ -432,6 +466,7 @@ impl DeviceHeap {
             let live = handed - freed;
             self.check_bits(seg, local, g, live)?;
             if kind == KIND_PACKED {
+                self.check_packed_bounds(seg, local, g, c, handed)?;
                 s.packed_blocks += 1;
                 s.live_packed += live as u64;
             } else {
@@ -461,6 +496,51 @@ mod tests {
     extern crate std;
     use super::*;
     use crate::cpu::CpuHeap;
+
+    /// A live packed object whose bounds are lost (no start bit: no size) or cover the next
+    /// live object (its end bit gone: `usable_size` would hand out the neighbour's bytes) is
+    /// reported, with checks (the hand-out bits say where live objects start).
+    #[test]
+    #[cfg_attr(
+        not(any(feature = "checks", debug_assertions)),
+        ignore = "needs the checks: --features checks"
+    )]
+    fn packed_bounds_are_checked() {
+        let cpu = CpuHeap::with_checks(4, 8, true);
+        let h = cpu.heap();
+        let ps = cpu.warp_malloc_packed(&[16, 40, 100]);
+        let c = crate::slice::PACKED_CLASSES[0];
+        let (seg, local) = h.block_of(ps[0] as u64, c);
+        assert_eq!(h.usable_size(ps[1]), 48);
+        h.validate().expect("consistent: objects of 1, 3 and 7 units");
+        let count = h.num_segments as u32;
+        let word = h.blocks().bound_word_in(count, seg, local, 0);
+        // Relaxed: one thread, no kernel running.
+        assert_eq!(
+            word.load_relaxed(),
+            1 | 1 << 1 | 1 << 4 | 1 << 11,
+            "starts at 0, 1, 4; the last ends at 11"
+        );
+        // The second object's end (the third's start) lost: its size covers the third.
+        // Relaxed: as above.
+        word.fetch_and_relaxed(!(1 << 4));
+        assert_eq!(h.validate(), Err(HeapError::PackedBounds { seg, local, unit: 1, size: 160 }));
+        // Its start lost instead (the first object's end): the first object covers it.
+        // Relaxed: as above.
+        word.fetch_or_relaxed(1 << 4);
+        // Relaxed: as above.
+        word.fetch_and_relaxed(!(1 << 1));
+        assert_eq!(h.validate(), Err(HeapError::PackedBounds { seg, local, unit: 0, size: 64 }));
+        assert_eq!(h.usable_size(ps[1]), 0, "no size where no start");
+        // Relaxed: as above.
+        word.fetch_or_relaxed(1 << 1);
+        h.validate().expect("mended");
+        for p in ps {
+            // SAFETY: each p came from the warp_malloc_packed above, freed once, unused after.
+            unsafe { h.free(p) };
+        }
+        h.validate().expect("consistent at the end");
+    }
 
     /// The segment-level checks: the tree against the table, blocks-out counts, block bits
     /// outside their group's segments, and a free segment's block metadata. Each is broken

@@ -361,6 +361,61 @@ fn last_give_back_completes_the_block() {
     });
 }
 
+/// A packed leader's credit of units it took and handed to no one is a relaxed `red`
+/// (`BlockMeta::give_back_unused_held`) while its own object is live; another lane's object
+/// is freed meanwhile (it wrote it first), then the leader frees its own. Exactly one free
+/// completes the block, and whoever does sees both objects' writes (the relaxed credit in
+/// the middle of the count's modification order does not break the release sequences).
+#[test]
+fn a_packed_credit_held_by_a_live_object_frees_nothing_and_hides_no_write() {
+    use loom::cell::UnsafeCell;
+    struct Block {
+        meta: BlockMeta,
+        objects: [UnsafeCell<u64>; 2],
+    }
+    loom::model(|| {
+        let b = Arc::new(Block {
+            meta: BlockMeta::new_parked(),
+            objects: [UnsafeCell::new(0), UnsafeCell::new(0)],
+        });
+        b.meta.install(veballoc_kernels::block::KIND_PACKED, 0);
+        // Everything but the two objects' units and the credit is back already.
+        const CREDIT: u32 = 5;
+        assert!(!b.meta.give_back(PER_BLOCK - 2 - CREDIT, PER_BLOCK));
+        // A free of object `i`; the free that completes the block recycles it, reading both
+        // objects (a race loom reports unless the count's order carries the other's write).
+        fn free(b: &Block, i: usize) -> bool {
+            let done = b.meta.give_back(1, PER_BLOCK);
+            if done {
+                for o in &b.objects {
+                    // SAFETY: the block is the completer's now; its reads stand for the recycle.
+                    assert_eq!(o.with(|p| unsafe { *p }), 1, "object {i}'s free saw a write");
+                }
+            }
+            done
+        }
+        let other = {
+            let b = b.clone();
+            thread::spawn(move || {
+                // SAFETY: the model's object 1 belongs to this thread until its free below.
+                b.objects[1].with_mut(|p| unsafe { *p = 1 });
+                free(&b, 1)
+            })
+        };
+        let leader = {
+            let b = b.clone();
+            thread::spawn(move || {
+                b.meta.give_back_unused_held(CREDIT);
+                // SAFETY: object 0 is the leader's until its free below.
+                b.objects[0].with_mut(|p| unsafe { *p = 1 });
+                free(&b, 0)
+            })
+        };
+        let done = [other.join().unwrap(), leader.join().unwrap()];
+        assert_eq!(done.iter().filter(|d| **d).count(), 1, "one free completes the block");
+    });
+}
+
 // Data published by the block protocols. The models below add what the ones above leave out:
 // a `loom::cell::UnsafeCell` per slice (or per block header) stands for the memory the
 // protocol hands over, so loom reports a data race if an acquire/release pair that should
@@ -543,7 +598,7 @@ mod real {
         slice_bytes, slices_per_block, MAX_SLICE_BYTES, RUN_BLOCK_BYTES, RUN_GROUP,
     };
     use veballoc_kernels::heap::{counter, UNIT_RUNS};
-    use veballoc_kernels::layout::RUN_ROW0;
+    use veballoc_kernels::layout::{bounds_end, bounds_off, RUN_ROW0};
     use veballoc_kernels::slice::{
         installs_on_demand, Slots, Taken, BOOT_SLOT_CLASS, MAX_TAKE, PARTIAL_VISITS,
     };
@@ -599,7 +654,10 @@ mod real {
         }
 
         fn with_layout(layout: HeapLayout, addrs: Vec<u64>) -> Arc<Self> {
-            let meta = LoomMeta::new(&layout.header_words(), layout.meta_bytes);
+            // No model takes packed runs: their bound bitmaps get no loom atomics.
+            let n = layout.num_segments;
+            let meta =
+                LoomMeta::with_gap(&layout.header_words(), layout.meta_bytes, (bounds_off(n), bounds_end(n)));
             // SAFETY: `meta` is a loom arena of the layout's meta_bytes with its header and zeros
             // (initialised next), alive as long as the model, which owns the handle; MEM is a
             // segment-aligned address that the models never dereference (each address's data
