@@ -300,6 +300,52 @@ fn mixed_warps_of_small_sizes_pack() {
     assert_empty(h);
 }
 
+/// A mixed warp's request that its packed rows cannot serve (no block of the packed unit's
+/// group to be had) goes on to its own class, which has room: null means full for the class
+/// (a review of r44 found the routed request got null here).
+#[test]
+fn a_routed_request_falls_back_to_its_class() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    // One 192-byte slice: its class's block has room for thousands more (192 B is a class in
+    // mixed warps too: `class::warp_class`).
+    let keep = h.malloc(192);
+    assert!(!keep.is_null());
+    // Then 16-byte slices until null: every other segment is group 0's, full.
+    let mut small = Vec::new();
+    loop {
+        let p = h.malloc(16);
+        if p.is_null() {
+            break;
+        }
+        small.push(p);
+    }
+    assert!(CpuHeap::packed_lanes(&[16, 192]) == [true, true], "a mixed small warp packs");
+    let mixed = cpu.warp_malloc(&[16, 192]);
+    assert!(mixed[0].is_null(), "16 B: the heap is full for its class");
+    assert!(!mixed[1].is_null(), "192 B: its class has room");
+    assert_eq!(h.usable_size(mixed[1]), 192);
+    for p in small.into_iter().chain([keep, mixed[1]]) {
+        // SAFETY: each came from a malloc above, freed once.
+        unsafe { h.free(p) };
+    }
+    h.trim();
+    assert_empty(h);
+}
+
+/// Which lanes pack, where the CPU model and the GPU agree: requests of whole blocks go their
+/// own way and do not count; a larger slice request (513 B to 16 KiB) keeps the classes, and
+/// so does a warp of one size. (Requests of 16 KiB and up count as larger here and not on the
+/// GPU: `CpuHeap::packed_lanes`.)
+#[test]
+fn mixed_warps_pack_unless_a_request_is_larger() {
+    let whole = 1 << 20;
+    assert!(veballoc::kernels::heap::takes_unit_run(whole));
+    assert_eq!(CpuHeap::packed_lanes(&[16, 32, whole]), [true, true, false]);
+    assert_eq!(CpuHeap::packed_lanes(&[16, 32, 1000]), [false; 3], "a larger request keeps the classes");
+    assert_eq!(CpuHeap::packed_lanes(&[100; 4]), [false; 4], "one size keeps its class");
+}
+
 #[test]
 fn packed_warps_are_contiguous_and_free_without_headers() {
     let cpu = CpuHeap::new(8, 2);

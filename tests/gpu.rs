@@ -808,3 +808,50 @@ fn gpu_small_size_burst_spread() {
         assert_heap_empty(&heap);
     }
 }
+
+/// A churn of mixed sizes up to 512 B (packed by `malloc`): every object keeps the usable
+/// size it read at its allocation, and its whole usable size keeps its pattern until its free
+/// (no neighbour's bounds or bytes reach into it), over rounds that reuse packed blocks.
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_mixed_small_churn_keeps_usable_sizes() {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, 1 << 30).unwrap();
+    for (n, rounds) in [(1u64 << 20, 40u64), (1 << 16, 200)] {
+        let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
+        let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
+        let errs = veballoc::zeroed_u64s(3).unwrap();
+        let (arg, p, sz, e) = (
+            heap.arg(),
+            ptrs.as_device_ptr().as_raw(),
+            sizes.as_device_ptr().as_raw(),
+            errs.as_device_ptr().as_raw(),
+        );
+        for round in 0..=rounds {
+            let last = (round == rounds) as u32;
+            let seed = 12345u64;
+            // SAFETY: matches vb_churn_usable's signature in kernels/src/entry_bench.rs.
+            unsafe {
+                gpu.launch(
+                    "vb_churn_usable",
+                    n,
+                    BLOCK,
+                    veballoc::kernel_args![arg, p, sz, n, seed, round, last, e],
+                )
+                .unwrap()
+            };
+            if round % 10 == 0 {
+                let s = heap.stats().unwrap();
+                println!("n {n} round {round}: live_packed {} bytes {} ", s.live_packed, s.bytes_in_use);
+            }
+        }
+        gpu.sync().unwrap();
+        let errs = host(&errs);
+        println!("n {n}: bad words, nulls, usable errors = {errs:?}");
+        assert_eq!(errs, vec![0, 0, 0]);
+        heap.trim().unwrap();
+        let s = heap.stats().unwrap();
+        assert_eq!((s.bytes_in_use, s.live_packed, s.invalid_frees, s.double_frees), (0, 0, 0, 0), "{s:?}");
+    }
+    heap.destroy().unwrap();
+}

@@ -707,7 +707,9 @@ impl<'a> Blocks<'a> {
 
     /// Makes bits `mask` of word `w` of block `local`'s bound bitmap equal to `value` (a
     /// subset of `mask`), leaving its other bits: a store where `mask` is the whole word (the
-    /// caller's take holds all of its units, so nothing else writes it), else two RMWs.
+    /// caller's take holds all of its units: the only other writer is the next take, whose
+    /// first start may be this word's last bit, the caller's fence, which both set), else two
+    /// RMWs.
     #[inline(always)]
     pub(crate) fn write_bounds(&self, count: u32, seg: u32, local: u32, w: u32, mask: u64, value: u64) {
         debug_assert!(value & !mask == 0);

@@ -680,3 +680,68 @@ pub unsafe extern "ptx-kernel" fn churn_round(
         }
     }
 }
+
+/// One round of a churn of mixed sizes 1..=512 (which `malloc` packs): thread i checks that
+/// its object's usable size is what it read when it allocated and that the whole usable size
+/// still holds its pattern, frees it, then (unless `last`) maybe allocates again and fills its
+/// whole usable size. `errors`: bad words, nulls, usable sizes changed or too small (a review
+/// of r44's packed bounds).
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_churn_usable(
+    heap: DeviceHeap,
+    ptrs: *mut u64,
+    sizes: *mut u32,
+    n: u64,
+    seed: u64,
+    round: u64,
+    last: u32,
+    errors: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    // SAFETY: the host passes arrays of n pointers and sizes (thread i owns entry i, null or
+    // its own live object of that usable size from this heap, freed once here) and 3
+    // counters; every write stays within the object's usable size.
+    unsafe {
+        let err = |k: usize, v: u64| (&*(errors.add(k) as *const crate::atomic::Atom64)).fetch_add_relaxed(v);
+        let slot = ptrs.add(i as usize);
+        let p = *slot as *mut u32;
+        if !p.is_null() {
+            let u = *sizes.add(i as usize) as u64;
+            if heap.usable_size(p as *const u8) != u {
+                err(2, 1);
+            }
+            let mut bad = 0;
+            for w in 0..u / 4 {
+                if p.add(w as usize).read() != pattern(i, round) {
+                    bad += 1;
+                }
+            }
+            if bad != 0 {
+                err(0, bad);
+            }
+            heap.free(p as *mut u8);
+            *slot = 0;
+        }
+        let r = round_draw(seed, i, round);
+        if last == 0 && r % 4 != 0 {
+            let size = 1 + (r >> 8) % 512;
+            let q = heap.malloc(size) as *mut u32;
+            if q.is_null() {
+                err(1, 1);
+            } else {
+                let u = heap.usable_size(q as *const u8);
+                if u < size {
+                    err(2, 1);
+                }
+                for w in 0..u / 4 {
+                    q.add(w as usize).write(pattern(i, round + 1));
+                }
+                *slot = q as u64;
+                *sizes.add(i as usize) = u as u32;
+            }
+        }
+    }
+}

@@ -60,8 +60,9 @@ const _: () = assert!(PACKED_CLASSES.len() as u32 * PACKED_FIELD_BITS <= u32::BI
 /// instead of taking a slice of each class: a warp whose lanes want several classes would
 /// hold a current block of each on every multiprocessor, and a burst of mixed sizes up to
 /// 64 B left 2.6 times the bytes asked between its lowest and highest address (1.8 up to
-/// 512 B); packed, 1.3 and 1.13. A warp with any larger request keeps the class path for all
-/// its lanes (r44).
+/// 512 B); packed, 1.3 and 1.13 (r44). Requests of 16 KiB and up (mask classes) and whole
+/// blocks go their own ways first; among the rest, a warp with any request above this keeps
+/// the class path, and a warp of one size on two heaps counts as mixed.
 pub const MIXED_PACKED_MAX_BYTES: u64 = 512;
 /// Largest request `malloc_packed` packs (the largest slice): `PACKED_MAX_UNITS` of the
 /// largest band's unit.
@@ -566,12 +567,13 @@ impl DeviceHeap {
         self.malloc_slice_in::<true>(c, u64::MAX)
     }
 
-    /// A routed request of a mixed warp (`malloc_slice_in`): `malloc_packed`'s path. Out of
-    /// line and by value, as `malloc_mask_slice`: uniform warps' code stays as it was.
+    /// A routed request of a mixed warp (`malloc_slice_in`): `malloc_packed`'s path, null
+    /// (uncounted) where the packed rows found no block, so that the class path tries next.
+    /// Out of line and by value, as `malloc_mask_slice`: uniform warps' code stays as it was.
     #[inline(never)]
     fn malloc_mixed_packed(self, size: u64) -> *mut u8 {
         // Routed requests are 1..=MIXED_PACKED_MAX_BYTES, within PACKED_MAX_BYTES.
-        self.malloc_packed_in(size)
+        self.malloc_packed_in::<true>(size)
     }
 
     /// `malloc_slice`'s loop for a request of `size` bytes; `PARTIAL`: `c` is a mask class
@@ -584,17 +586,24 @@ impl DeviceHeap {
             // and all of them reach the match.
             let peers = unsafe { arch::match_any_sync_u64(active, self.class_key(c)) };
             // A warp of mixed small sizes (this lane's class group is not every active lane,
-            // so no group is: the test is the same in each lane; and no lane asks for more
-            // than `MIXED_PACKED_MAX_BYTES`) packs its requests: one take a unit, where its
-            // classes would each hold a current block. A warp with larger requests keeps the
-            // class path, so that it does not serve two paths one after the other.
-            if round == 0 && peers != active {
-                // SAFETY: every active lane is in this branch or none is (above), and `active`
-                // names them (activemask).
+            // so no group is: the test is the same in each lane; and no lane here asks for
+            // more than `MIXED_PACKED_MAX_BYTES`) packs its requests: one take a unit, where
+            // its classes would each hold a current block. The lanes here are the class-path
+            // ones: requests of 16 KiB and up (mask classes) and whole blocks left before.
+            if round == 0 && peers != active && {
+                // SAFETY: every active lane evaluates this or none does (the test before it is
+                // the same in each), and `active` names them (activemask).
                 let larger = unsafe { arch::ballot_sync(active, size > MIXED_PACKED_MAX_BYTES) };
-                if larger == 0 {
-                    return self.dup().malloc_mixed_packed(size);
+                larger == 0
+            } {
+                let p = self.dup().malloc_mixed_packed(size);
+                if !p.is_null() {
+                    return p;
                 }
+                // No packed block to be had: the class path, whose blocks may have room (null
+                // means full for this request's class, not for the packed rows). The next
+                // round's match regroups the lanes still here.
+                continue;
             }
             // SAFETY: every lane of `peers` wants class `c` of this heap (the match) and makes
             // this call next.
@@ -976,13 +985,14 @@ impl DeviceHeap {
         if size == 0 || size > PACKED_MAX_BYTES {
             return self.malloc(size);
         }
-        self.malloc_packed_in(size)
+        self.malloc_packed_in::<false>(size)
     }
 
     /// `malloc_packed` of `size` in 1..=`PACKED_MAX_BYTES` (it never calls `malloc`, so the
-    /// routed requests' path has no cycle through `malloc`).
+    /// routed requests' path has no cycle through `malloc`). `ROUTED`: a null is not counted
+    /// (the caller's class path decides whether the heap is full).
     #[inline(always)]
-    fn malloc_packed_in(&self, size: u64) -> *mut u8 {
+    fn malloc_packed_in<const ROUTED: bool>(&self, size: u64) -> *mut u8 {
         debug_assert!(size > 0 && size <= PACKED_MAX_BYTES);
         let band = packed_band(size);
         let c = PACKED_CLASSES[band];
@@ -1026,7 +1036,8 @@ impl DeviceHeap {
                 match self.retry_after_reclaim(take) {
                     Some(t) => (base, got) = (t.base, t.got),
                     // Every lane of the band gets null: count requests, not warps.
-                    None => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
+                    None if !ROUTED => self.bump_by(counter::OUT_OF_MEMORY, peers.count_ones() as u64),
+                    None => {}
                 }
             }
             // Each lane reads its own band's leader (in `active`).
@@ -1470,7 +1481,8 @@ impl DeviceHeap {
     /// Bytes usable at `ptr` (its slice, block or run size, or a packed object's size rounded
     /// to its unit); 0 if the heap did not hand it out (a pointer inside a slice, a packed
     /// object or a run, as `free` tells them: `realloc` of one copied a neighbour's bytes;
-    /// review of r39).
+    /// review of r39). A pointer to a slice or packed unit that is not live now (freed, or
+    /// never handed out) may read a size, as a freed slice's is its class's.
     ///
     /// Safe for any `ptr`: it never reads through `ptr`, only the heap's metadata, at indices
     /// checked against the handle's segment count (a pointer outside the heap is 0). For a

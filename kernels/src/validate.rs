@@ -323,8 +323,9 @@ impl DeviceHeap {
     }
 
     /// With checks, every live object of packed block `local` (class `c`, whose slot handed
-    /// out `handed` units) has its size in the bound bitmap (`usable_size` not 0) and holds no
-    /// other live object's start: `usable_size` and `realloc` of it stay within it.
+    /// out `handed` units) has a size in the bound bitmap (`usable_size` not 0) that covers no
+    /// other live object's start, so `usable_size` and `realloc` of it stay within it. A size
+    /// too small (a stray bit inside the object) is not caught: nothing else records sizes.
     fn check_packed_bounds(
         &self,
         seg: u32,
