@@ -743,29 +743,7 @@ impl<'a> Veb<'a> {
         if k == 0 || k > self.layout.universe {
             return None;
         }
-        self.search_exactly(|exact| self.run_pass_where(k, exact, &ok))
-    }
-
-    /// One pass of `claim_run_where`. Bounded as `run_pass`: the start only moves up, and
-    /// stays at one index for at most `RUN_CLAIM_TRIES` lost races.
-    fn run_pass_where(&self, k: u64, exact: bool, ok: &impl Fn(u64) -> bool) -> Option<u64> {
-        let (mut from, mut lost) = (0, 0);
-        loop {
-            let s = self.next_free(from, exact)?;
-            let e = self.run_end(s, k);
-            if e - s < k {
-                from = e + 1;
-            } else if !ok(s) {
-                (from, lost) = (s + 1, 0);
-            } else if self.remove_range_exact(s, k) {
-                return Some(s);
-            } else if lost + 1 < RUN_CLAIM_TRIES {
-                // Another claimer took part of it: look again from the same start.
-                (from, lost) = (s, lost + 1);
-            } else {
-                (from, lost) = (s + 1, 0);
-            }
-        }
+        self.search_exactly(|exact| self.run_pass_with(k, exact, u64::MAX, &ok))
     }
 
     /// As `claim_run`, for a run that does not cross a multiple of `window` (a power of two,
@@ -790,9 +768,17 @@ impl<'a> Veb<'a> {
         self.run_pass(k, false, window)
     }
 
-    /// One pass of `claim_run` (of runs within windows of `window` ids). Bounded: the start
-    /// only moves up, and stays at one index for at most `RUN_CLAIM_TRIES` lost races.
+    /// One pass of `claim_run` (of runs within windows of `window` ids).
+    #[inline(always)]
     fn run_pass(&self, k: u64, exact: bool, window: u64) -> Option<u64> {
+        self.run_pass_with(k, exact, window, &|_| true)
+    }
+
+    /// One pass of a run claim: of runs within windows of `window` ids whose start `s` has
+    /// `ok(s)` (`claim_run_where`). Bounded: the start only moves up, and stays at one index
+    /// for at most `RUN_CLAIM_TRIES` lost races.
+    #[inline(always)]
+    fn run_pass_with(&self, k: u64, exact: bool, window: u64, ok: &impl Fn(u64) -> bool) -> Option<u64> {
         let (mut from, mut lost) = (0, 0);
         loop {
             let s = self.next_free(from, exact)?;
@@ -804,6 +790,8 @@ impl<'a> Veb<'a> {
             let e = self.run_end(s, k);
             if e - s < k {
                 from = e + 1;
+            } else if !ok(s) {
+                (from, lost) = (s + 1, 0);
             } else if self.remove_range_exact(s, k) {
                 return Some(s);
             } else if lost + 1 < RUN_CLAIM_TRIES {
