@@ -683,28 +683,6 @@ impl<'a> Blocks<'a> {
         unsafe { &crate::atomic::words(addr, 1)[0] }
     }
 
-    /// Records a packed object of units `s..s + k` (`k` at most `PACKED_MAX_UNITS`) of block
-    /// `local` in its bound bitmap: bits `s` and `s + k` set (none past the block's last
-    /// unit), the bits between cleared, so that `object_units(s)` is `k` whatever a past life
-    /// of the block left there. No other object's marking touches these bits (live objects do
-    /// not overlap; a neighbour sets `s` or `s + k` too, never clears them), so no clearing
-    /// is needed anywhere else: not at install, recycle or `free`. (The GPU's packed warps
-    /// write a whole take's bounds at once: `DeviceHeap::mark_packed_run`.)
-    #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
-    #[inline(always)]
-    pub(crate) fn mark_bounds(&self, count: u32, seg: u32, local: u32, s: u32, k: u32) {
-        let bits = BIT_WORD_BITS as u32;
-        let e = s + k;
-        let (ws, we) = (s / bits, e / bits);
-        let ends_here = ws == we;
-        let top = if ends_here { e % bits + 1 } else { bits };
-        let end_bit = if ends_here { 1 << (e % bits) } else { 0 };
-        self.write_bounds(count, seg, local, ws, bits_between(s % bits, top), 1 << (s % bits) | end_bit);
-        if !ends_here && (e as u64) < crate::layout::MAX_PACKED_UNITS {
-            self.write_bounds(count, seg, local, we, bits_between(0, e % bits + 1), 1 << (e % bits));
-        }
-    }
-
     /// Makes bits `mask` of word `w` of block `local`'s bound bitmap equal to `value` (a
     /// subset of `mask`), leaving its other bits: a store where `mask` is the whole word (the
     /// caller's take holds all of its units: the only other writer is the next take, whose
@@ -739,7 +717,7 @@ impl<'a> Blocks<'a> {
     /// Units of the packed object that starts at unit `u` of block `local` (of `per` units):
     /// from its bit to the next set bit, or to the block's end; `None` where bit `u` is clear
     /// (no object starts there) or no end lies within `max` units (no live object starts
-    /// there: `mark_bounds` set one).
+    /// there: `DeviceHeap::mark_packed_run` set one).
     #[inline(always)]
     pub(crate) fn object_units(
         &self,
@@ -752,7 +730,7 @@ impl<'a> Blocks<'a> {
     ) -> Option<u32> {
         let bits = BIT_WORD_BITS as u32;
         // Relaxed: the caller's object was marked before its pointer reached the caller (see
-        // `mark_bounds`); bits set since by other objects lie outside it.
+        // `DeviceHeap::mark_packed_run`); bits set since by other objects lie outside it.
         let first = self.bound_word_in(count, seg, local, u / bits).load_relaxed();
         if first >> (u % bits) & 1 == 0 {
             return None;

@@ -110,6 +110,15 @@ impl CpuHeap {
         &self.heap
     }
 
+    /// Whether a warp asking for `sizes` asks for one slice class only (its slice requests:
+    /// not 0 and not whole blocks), as `malloc_slice`'s match tells it.
+    fn uniform_warp(sizes: &[u64]) -> bool {
+        let mut classes =
+            sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s)).map(|&s| slice_class(s));
+        let first = classes.next();
+        classes.all(|c| Some(c) == first)
+    }
+
     /// Which lanes of a warp asking for `sizes` `malloc` serves from packed runs first: the
     /// slice requests of a warp where those want more than one class (as the match groups
     /// them, after `class::warp_class`) and are all at most `MIXED_PACKED_MAX_BYTES`; whole
@@ -121,8 +130,7 @@ impl CpuHeap {
     pub fn packed_lanes(sizes: &[u64]) -> Vec<bool> {
         let is_slice = |s: u64| s != 0 && !crate::heap::takes_unit_run(s);
         let slice_lanes = || sizes.iter().copied().filter(|&s| is_slice(s));
-        let first = slice_lanes().next().map(slice_class);
-        let uniform = slice_lanes().all(|s| Some(slice_class(s)) == first);
+        let uniform = Self::uniform_warp(sizes);
         let group = |s: u64| crate::class::warp_class(slice_class(s), uniform);
         let first_group = slice_lanes().next().map(group);
         let mixed = slice_lanes().any(|s| Some(group(s)) != first_group);
@@ -140,9 +148,7 @@ impl CpuHeap {
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
         // Each lane's class as `malloc_slice` picks it: the band's odd classes for a warp
         // whose lanes all ask for one class only (`class::warp_class`).
-        let slice_lanes = || sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s));
-        let first = slice_lanes().next().map(|&s| slice_class(s));
-        let uniform = slice_lanes().all(|&s| Some(slice_class(s)) == first);
+        let uniform = Self::uniform_warp(sizes);
         let routed = Self::packed_lanes(sizes);
         let packed: Vec<usize> = (0..sizes.len()).filter(|&l| routed[l]).collect();
         if !packed.is_empty() {
@@ -243,7 +249,9 @@ impl CpuHeap {
                 let (mut before, mut served) = (0u32, 0usize);
                 while served < lanes.len() && before + units[served] <= got {
                     let p = base + before as u64 * unit;
-                    self.heap.mark_packed_object(p, c, units[served]);
+                    // SAFETY: the object lies within the take above (class c's packed row),
+                    // after the objects served before it, and is not handed out yet.
+                    unsafe { self.heap.mark_packed_object(p, c, units[served]) };
                     if self.heap.checking() {
                         // SAFETY: p is the first unit of this request's run of the take above.
                         unsafe { self.heap.hand_out().mark_handed_out(p, c, 1) };

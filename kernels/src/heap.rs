@@ -1078,12 +1078,17 @@ impl DeviceHeap {
         core::ptr::null_mut()
     }
 
-    /// Records the bounds of a band's served objects in their block's bound bitmap, as
-    /// `Blocks::mark_bounds` does one object's, with a few writes a warp instead of two RMWs
-    /// a lane: the lanes whose objects start in one bitmap word gather their start bits (and
-    /// the last object's end), and the lowest of them writes the word (a store where the take
-    /// holds the whole word, else two RMWs at the take's two ends). Returns after every
-    /// write (`bar.warp.sync`), so each lane's `usable_size` sees its bounds.
+    /// Records the bounds of a band's served objects in their block's bound bitmap: for an
+    /// object of units `s..e`, bits `s` and `e` (none past the block's last unit) set and the
+    /// bits between cleared, so that its size is the distance to the next set bit whatever a
+    /// past life of the block left there (no other live object's writer touches these bits,
+    /// so nothing clears the bitmap at install, recycle or `free`). A few writes a warp rather
+    /// than two RMWs a lane: the lanes whose objects start in one bitmap word gather their
+    /// start bits (and the last object's end), and the lowest of them writes the word (a store
+    /// where the take holds the whole word, else two RMWs at the take's two ends). Returns
+    /// after every write (`bar.warp.sync`), so each lane's `usable_size` sees its bounds. The
+    /// CPU model, which hands out a take's objects one after another, calls it once an object,
+    /// as a one-lane take (`mark_packed_object`).
     ///
     /// # Safety
     /// Every lane of `served` (this one among them) makes this call together, converged, with
@@ -1094,10 +1099,12 @@ impl DeviceHeap {
     unsafe fn mark_packed_run(&self, served: u32, base: u64, p: u64, c: usize, units: u32) {
         const BITS: u32 = crate::layout::BIT_WORD_BITS as u32;
         let (seg, local) = self.block_of(p, c);
-        let unit_shift = slice_bytes(c).trailing_zeros();
-        let in_block = group_block_bytes(group_of(c)) - 1;
-        let s = (((p - self.mem) & in_block) >> unit_shift) as u32;
-        let r0 = (((base - self.mem) & in_block) >> unit_shift) as u32;
+        // A unit's index in its block (packed units are powers of two: a shift).
+        let unit_in_block = |addr: u64| {
+            (((addr - self.mem) & (group_block_bytes(group_of(c)) - 1)) >> slice_bytes(c).trailing_zeros())
+                as u32
+        };
+        let (s, r0) = (unit_in_block(p), unit_in_block(base));
         let last = u32::BITS - 1 - served.leading_zeros();
         let per = slices_per_block(c);
         // SAFETY: (this and the other collectives) every lane of `served` makes this call
@@ -1143,15 +1150,18 @@ impl DeviceHeap {
     }
 
     /// Records the packed object of `units` units of packed class `c` at `p` (not handed
-    /// out yet) in its block's bound bitmap (`Blocks::mark_bounds`): the CPU model's packed
-    /// warps, which hand out their objects one after another.
+    /// out yet) in its block's bound bitmap: the CPU model's packed warps, which hand out a
+    /// take's objects one after another, each as a one-lane take of `mark_packed_run`.
+    ///
+    /// # Safety
+    /// The object lies within one take of class `c`'s packed row of this heap, is not handed
+    /// out yet, and overlaps no live object.
     #[cfg(all(not(target_arch = "nvptx64"), not(loom)))]
-    #[inline(always)]
-    pub(crate) fn mark_packed_object(&self, p: u64, c: usize, units: u32) {
-        let (seg, local) = self.block_of(p, c);
-        let unit_shift = slice_bytes(c).trailing_zeros();
-        let start = (((p - self.mem) & (group_block_bytes(group_of(c)) - 1)) >> unit_shift) as u32;
-        self.blocks().mark_bounds(self.num_segments as u32, seg, local, start, units);
+    pub(crate) unsafe fn mark_packed_object(&self, p: u64, c: usize, units: u32) {
+        // SAFETY: on the host a warp is this one thread (lane 0: the mask is 1), which makes
+        // the call alone; its take is this one object from `p`, not handed out yet (the
+        // caller's contract).
+        unsafe { self.mark_packed_run(1 << arch::lane_id(), p, p, c, units) };
     }
 
     /// The packed leader's second step: of the `got` units (of class `c`) taken at `base`,
@@ -1502,7 +1512,7 @@ impl DeviceHeap {
                     (KIND_SLICES, c) if c < NUM_CLASSES && group_of(c) == g && slice_at(c, in_block).1 => {
                         slice_bytes(c)
                     }
-                    // A packed object: its bounds (`Blocks::mark_bounds`), where one starts.
+                    // A packed object: its bounds (`mark_packed_run`), where one starts.
                     (KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
                         let unit_shift = slice_bytes(c).trailing_zeros();
                         if in_block & (slice_bytes(c) - 1) != 0 {

@@ -79,21 +79,24 @@ pub const fn masks_off(num_segments: u32) -> u64 {
 
 /// Most units a packed block holds (`malloc_packed`: 64 KiB of 16 B, 256 KiB of 64 B, 1 MiB
 /// of 256 B): the bits of a block slot's object-bound bitmap.
-pub const MAX_PACKED_UNITS: u64 = 4096;
+pub const PACKED_UNITS_PER_BLOCK: u64 = 4096;
 const _: () = {
     let mut i = 0;
     while i < PACKED_CLASSES.len() {
-        assert!(slices_per_block(PACKED_CLASSES[i]) as u64 <= MAX_PACKED_UNITS, "a packed block's units fit");
+        assert!(
+            slices_per_block(PACKED_CLASSES[i]) as u64 <= PACKED_UNITS_PER_BLOCK,
+            "a packed block's units fit"
+        );
         i += 1;
     }
 };
 /// Words of one block slot's object-bound bitmap (`bounds_off`).
-pub const BOUND_WORDS_PER_BLOCK: u64 = MAX_PACKED_UNITS / BIT_WORD_BITS;
+pub const BOUND_WORDS_PER_BLOCK: u64 = PACKED_UNITS_PER_BLOCK / BIT_WORD_BITS;
 
 /// Offset of the blocks' object-bound bitmaps in a heap of `num_segments` segments: right
 /// after the free masks, `BOUND_WORDS_PER_BLOCK` words per block slot, so that a packed
 /// object's bits are found from the segment count alone. In a packed block, an object of
-/// units `s..e` has bit `s` and bit `e` set and the bits between clear (`Blocks::mark_bounds`),
+/// units `s..e` has bit `s` and bit `e` set and the bits between clear (`DeviceHeap::mark_packed_run`),
 /// so its size is the distance to the next set bit. 512 bytes per block slot, 256 slots per
 /// 16 MiB segment: 8 MiB per GiB of heap (1/128).
 #[inline(always)]
