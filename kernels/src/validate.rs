@@ -91,10 +91,6 @@ impl Stats {
 /// The first inconsistency the validator found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeapError {
-    /// (Heaps with checks) the live packed object at unit `unit` of block `local` has no size
-    /// in its block's bound bitmap (`size` 0), or one that covers another live object's start:
-    /// `usable_size` and `realloc` would read or hand out a neighbour's bytes.
-    PackedBounds { seg: u32, local: u32, unit: u32, size: u64 },
     /// A tree's summaries hide a free index (`tree` is the group, `None` for the segment tree).
     Tree { tree: Option<usize>, err: crate::veb::VebError },
     /// The segment tree and the table disagree about segment `seg`.
@@ -147,6 +143,10 @@ pub enum HeapError {
     /// mask bit) and handed out (its hand-out bit), or neither (heaps with checks): a free bit
     /// on a live slice would hand it out twice.
     MaskAgainstHandOut { seg: u32, local: u32, slice: u32 },
+    /// (Heaps with checks) the live packed object at unit `unit` of block `local` has no size
+    /// in its block's bound bitmap (`size` 0), or one that covers another live object's start:
+    /// `usable_size` and `realloc` would read or hand out a neighbour's bytes.
+    PackedBounds { seg: u32, local: u32, unit: u32, size: u64 },
 }
 
 impl DeviceHeap {
