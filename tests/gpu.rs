@@ -46,6 +46,19 @@ fn mixed_sizes(n: u64, seed: u64) -> Vec<u32> {
     (0..n).map(|i| 16 + (veballoc::kernels::mix(seed ^ i) % (4096 - 16 + 1)) as u32).collect()
 }
 
+/// `usable_size` of each of the `n` pointers in the device array at `ptrs` (`vb_usable`).
+fn usable_sizes(gpu: &Gpu, heap: &Heap, ptrs: u64, n: u64) -> Vec<u64> {
+    let out = veballoc::zeroed_u64s(n as usize).unwrap();
+    // SAFETY: matches vb_usable's signature in kernels/src/entry_bench.rs; `ptrs` holds n
+    // pointers (the caller's buffer, alive through the launch and the sync).
+    unsafe {
+        let args = veballoc::kernel_args![heap.arg(), ptrs, n, out.as_device_ptr().as_raw()];
+        gpu.launch("vb_usable", n, BLOCK, args).unwrap();
+    }
+    gpu.sync().unwrap();
+    host(&out)
+}
+
 /// malloc on n threads, write, verify, check the pointers against each other and the stats,
 /// free, trim, and check that the heap is empty again.
 fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Option<&[u32]>) {
@@ -92,14 +105,7 @@ fn alloc_write_verify_free(gpu: &Gpu, heap: &Heap, n: u64, size: u64, sizes: Opt
     }
     // Each allocation's usable size is what it was given (for packed objects, the bounds
     // their warp recorded).
-    let usable_out = veballoc::zeroed_u64s(n as usize).unwrap();
-    // SAFETY: matches vb_usable's signature in kernels/src/entry_bench.rs.
-    unsafe {
-        let args = veballoc::kernel_args![heap.arg(), p, n, usable_out.as_device_ptr().as_raw()];
-        gpu.launch("vb_usable", n, BLOCK, args).unwrap();
-    }
-    gpu.sync().unwrap();
-    let got = host(&usable_out);
+    let got = usable_sizes(gpu, heap, p, n);
     for i in 0..n as usize {
         let want = usable(i, false);
         // A mixed warp's lane of an odd class of the fine band takes the next class.
@@ -391,20 +397,8 @@ fn gpu_packed_mixed_sizes_are_warp_contiguous() {
             assert!(ptrs[w[0]] + rounded(w[0]) <= ptrs[w[1]], "packed objects overlap");
         }
         // Every object's size, rounded to its unit, is recorded (its warp's bound writes).
-        let (pbuf, ubuf) =
-            (DeviceBuffer::from_slice(&ptrs).unwrap(), veballoc::zeroed_u64s(n as usize).unwrap());
-        // SAFETY: matches vb_usable's signature in kernels/src/entry_bench.rs.
-        unsafe {
-            let args = veballoc::kernel_args![
-                heap.arg(),
-                pbuf.as_device_ptr().as_raw(),
-                n,
-                ubuf.as_device_ptr().as_raw()
-            ];
-            gpu.launch("vb_usable", n, BLOCK, args).unwrap();
-        }
-        gpu.sync().unwrap();
-        let got = host(&ubuf);
+        let pbuf = DeviceBuffer::from_slice(&ptrs).unwrap();
+        let got = usable_sizes(&gpu, &heap, pbuf.as_device_ptr().as_raw(), n);
         for i in 0..n as usize {
             let u = unit(i);
             assert_eq!(
