@@ -210,15 +210,27 @@ fn churn_rounds(
         if round % report == 0 {
             let s = heap.stats().unwrap();
             println!(
-                "churn round {round}: {} MiB in use, {} segments in use",
+                "churn round {round}: {} MiB in use, {} segments in use, {} nulls so far",
                 s.bytes_in_use >> 20,
-                s.segments_in_use()
+                s.segments_in_use(),
+                host(&errs)[1]
             );
+            print_trace(heap);
         }
     }
     gpu.sync().unwrap();
     let [bad, nulls, _] = host(&errs)[..] else { unreachable!() };
     (bad, nulls)
+}
+
+/// The heap's install-path profile, where the PTX has one (`scripts/ptx-variant.sh trace`,
+/// through `VEBALLOC_PTX_FILE`): which path a null came from, and the timeouts behind it.
+fn print_trace(heap: &Heap) {
+    let events: Vec<String> =
+        heap.trace().unwrap().into_iter().filter(|&(_, v)| v != 0).map(|(k, v)| format!("{k}={v}")).collect();
+    if !events.is_empty() {
+        println!("  trace: {}", events.join(" "));
+    }
 }
 
 /// Fill a small heap past full: nulls come back (no hang), exactly the heap's capacity is
@@ -847,5 +859,51 @@ fn gpu_mixed_small_churn_keeps_usable_sizes() {
         let s = heap.stats().unwrap();
         assert_eq!((s.bytes_in_use, s.live_packed, s.invalid_frees, s.double_frees), (0, 0, 0, 0), "{s:?}");
     }
+    heap.destroy().unwrap();
+}
+
+/// Many rounds of churn inside one launch (`vb_churn_drift`) by `malloc`: the lanes of a warp
+/// drift apart, so the allocator sees lanes at different rounds of its loops, or of the
+/// kernel's, run together (independent thread scheduling). Before r45 its routing of mixed
+/// warps hung here (a ballot under a test of the lane's own round).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_churn_with_lanes_drifting_apart() {
+    churn_drift(0);
+}
+
+/// As `gpu_churn_with_lanes_drifting_apart`, by `malloc_warp`, one size a warp a round. Before
+/// r45 each of its rounds served every active lane, lanes of a later call too (with the
+/// first lane's class).
+#[test]
+#[ignore = "needs a CUDA GPU (run with --ignored on a GPU machine)"]
+fn gpu_malloc_warp_with_lanes_drifting_apart() {
+    churn_drift(1);
+}
+
+/// `vb_churn_drift` (`warp` its mode) for four seeds of 64 rounds over 2^18 threads in an
+/// 8 GiB heap: no request may get null with the heap a few percent full, no word may change,
+/// and everything taken comes back.
+fn churn_drift(warp: u32) {
+    let gpu = gpu();
+    let heap = Heap::new(&gpu, HEAP_8G).unwrap();
+    let (n, rounds) = (scale(1 << 18), 64u64);
+    let errs = veballoc::zeroed_u64s(2).unwrap();
+    let (arg, e) = (heap.arg(), errs.as_device_ptr().as_raw());
+    for seed in 1..=4u64 {
+        // SAFETY: matches vb_churn_drift's signature in kernels/src/entry_bench.rs; n is a
+        // multiple of the warp size.
+        unsafe {
+            gpu.launch("vb_churn_drift", n, BLOCK, veballoc::kernel_args![arg, n, seed, rounds, warp, e])
+                .unwrap()
+        };
+        gpu.sync().unwrap();
+        let s = heap.stats().unwrap();
+        println!("seed {seed}: bad words, nulls = {:?}; {} bytes in use after", host(&errs), s.bytes_in_use);
+        print_trace(&heap);
+        assert_eq!(s.bytes_in_use, 0, "every object was freed: {s:?}");
+    }
+    assert_eq!(host(&errs), vec![0, 0], "corrupted words, failed allocations");
+    assert_heap_empty(&heap);
     heap.destroy().unwrap();
 }

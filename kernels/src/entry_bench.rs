@@ -33,6 +33,17 @@ unsafe fn store_per_thread(ptrs: *mut u64, n: u64, alloc: impl FnOnce(u64) -> *m
 }
 
 /// `ptrs[i] = malloc(size or sizes[i])` for i < n.
+/// Adds `v` to counter `k` of the host's array `counters` (errors, nulls, bytes...).
+///
+/// # Safety
+/// `counters` points to at least `k + 1` counters of device memory that outlive the kernel.
+#[inline(always)]
+unsafe fn count(counters: *mut u64, k: usize, v: u64) {
+    // SAFETY: the caller's contract (`Atom64` has `u64`'s layout). Relaxed: a count read by the
+    // host after the kernel ends.
+    unsafe { &*(counters.add(k) as *const crate::atomic::Atom64) }.fetch_add_relaxed(v);
+}
+
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc(
     heap: DeviceHeap,
@@ -232,18 +243,15 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
         // SAFETY: as in vb_write; errors holds 3 counters.
         unsafe {
             let p = *ptrs.add(i as usize) as *const u32;
-            let e = &*(errors as *const crate::atomic::Atom64);
             let size = size_of_thread(size, sizes, i);
             if p.is_null() {
                 if size != 0 {
-                    // Relaxed: a count read after the kernel ends.
-                    (&*(errors.add(1) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+                    count(errors, 1, 1);
                 }
                 return;
             }
             if !(p as u64).is_multiple_of(crate::class::align_of_request(size)) {
-                // Relaxed: as above.
-                (&*(errors.add(2) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+                count(errors, 2, 1);
             }
             let mut bad = 0;
             for w in 0..size / 4 {
@@ -252,8 +260,7 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
                 }
             }
             if bad != 0 {
-                // Relaxed: as above.
-                e.fetch_add_relaxed(bad);
+                count(errors, 0, bad);
             }
         }
     }
@@ -293,8 +300,7 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
                 }
             }
             if bad != 0 {
-                // Relaxed: a count read after the kernel ends.
-                (&*(errors as *const crate::atomic::Atom64)).fetch_add_relaxed(bad);
+                count(errors, 0, bad);
             }
             heap.free(p as *mut u8);
             *slot = 0;
@@ -309,8 +315,7 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
             };
             let q = heap.malloc(size) as *mut u32;
             if q.is_null() {
-                // Relaxed: as above.
-                (&*(errors.add(1) as *const crate::atomic::Atom64)).fetch_add_relaxed(1);
+                count(errors, 1, 1);
             } else {
                 for w in 0..size / 4 {
                     q.add(w as usize).write(pattern(i, round + 1));
@@ -336,12 +341,9 @@ pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, er
     // takes over when it succeeds (q is then the block, freed below), and which is freed below
     // when it fails: each block is freed once and not used after.
     unsafe {
-        let e0 = &*(errors as *const crate::atomic::Atom64);
-        let e1 = &*(errors.add(1) as *const crate::atomic::Atom64);
         let p = heap.calloc(k, 8) as *mut u64;
         if p.is_null() {
-            // Relaxed: a count read after the kernel ends.
-            e1.fetch_add_relaxed(1);
+            count(errors, 1, 1);
             return;
         }
         let mut bad = 0;
@@ -353,8 +355,7 @@ pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, er
         }
         let q = heap.realloc(p as *mut u8, 3 * k * 8) as *mut u64;
         if q.is_null() {
-            // Relaxed: as above.
-            e1.fetch_add_relaxed(1);
+            count(errors, 1, 1);
             heap.free(p as *mut u8);
             return;
         }
@@ -365,8 +366,7 @@ pub unsafe extern "ptx-kernel" fn vb_calloc_realloc(heap: DeviceHeap, n: u64, er
         }
         heap.free(q as *mut u8);
         if bad != 0 {
-            // Relaxed: as above.
-            e0.fetch_add_relaxed(bad);
+            count(errors, 0, bad);
         }
     }
 }
@@ -593,8 +593,8 @@ pub unsafe extern "ptx-kernel" fn util_fill(
     if arch::lane_id() == 0 {
         for (k, v) in counts.into_iter().enumerate() {
             if v != 0 {
-                // SAFETY: the host passes util_counter::COUNT words. Relaxed: counts read after the kernel.
-                unsafe { &*(counters.add(k) as *const crate::atomic::Atom64) }.fetch_add_relaxed(v);
+                // SAFETY: the host passes util_counter::COUNT words.
+                unsafe { count(counters, k, v) };
             }
         }
     }
@@ -705,7 +705,7 @@ pub unsafe extern "ptx-kernel" fn vb_churn_usable(
     // its own live object of that usable size from this heap, freed once here) and 3
     // counters; every write stays within the object's usable size.
     unsafe {
-        let err = |k: usize, v: u64| (&*(errors.add(k) as *const crate::atomic::Atom64)).fetch_add_relaxed(v);
+        let err = |k: usize, v: u64| count(errors, k, v);
         let slot = ptrs.add(i as usize);
         let p = *slot as *mut u32;
         if !p.is_null() {
@@ -741,6 +741,70 @@ pub unsafe extern "ptx-kernel" fn vb_churn_usable(
                 }
                 *slot = q as u64;
                 *sizes.add(i as usize) = u as u32;
+            }
+        }
+    }
+}
+
+/// `rounds` rounds of churn in one launch: each round, thread i checks and frees its object,
+/// then allocates a random size, fills it and keeps it; the last round only frees. With
+/// `warp == 0` by `malloc`, the lane's own size: 1..=512 in half the rounds (drawn per warp),
+/// which `malloc` packs, else 1..=4096 or about one in 32 a whole block up to 64 KiB. With
+/// `warp != 0` by `malloc_warp`, one size for the warp's lanes in a round (1..=4096). The lanes
+/// of a warp drift apart (a warp's take that ends a run serves some lanes a round later), so
+/// lanes at different rounds of the allocator's loops, or of this kernel's, run together
+/// (independent thread scheduling), and must still take part in the same collectives (r45).
+/// `errors`: bad words, nulls.
+#[no_mangle]
+pub unsafe extern "ptx-kernel" fn vb_churn_drift(
+    heap: DeviceHeap,
+    n: u64,
+    seed: u64,
+    rounds: u64,
+    warp: u32,
+    errors: *mut u64,
+) {
+    let i = arch::global_thread_x();
+    if i >= n {
+        return;
+    }
+    // SAFETY: the host passes 2 counters and whole warps of threads (`malloc_warp`: every lane
+    // of the warp makes each round's call, the branch on `warp` is the same in each); p is
+    // this thread's own object of `size` bytes from this heap's malloc, which only it reads,
+    // frees once and forgets.
+    unsafe {
+        let err = |k: usize, v: u64| count(errors, k, v);
+        let (mut p, mut size) = (core::ptr::null_mut::<u32>(), 0u64);
+        for round in 0..=rounds {
+            if !p.is_null() {
+                let bad = (0..size / 4).filter(|&w| p.add(w as usize).read() != pattern(i, round)).count();
+                if bad != 0 {
+                    err(0, bad as u64);
+                }
+                heap.free(p as *mut u8);
+                p = core::ptr::null_mut();
+            }
+            if round == rounds {
+                break;
+            }
+            let r = round_draw(seed, i, round);
+            let per_warp = round_draw(seed, i / arch::WARP_SIZE as u64, round);
+            size = if warp != 0 {
+                1 + (per_warp >> 8) % 4096
+            } else if per_warp & 1 == 0 {
+                1 + (r >> 8) % 512
+            } else if r % 32 == 0 {
+                4097 + (r >> 8) % (65536 - 4096)
+            } else {
+                1 + (r >> 8) % 4096
+            };
+            p = if warp != 0 { heap.malloc_warp(size) } else { heap.malloc(size) } as *mut u32;
+            if p.is_null() {
+                err(1, 1);
+            } else {
+                for w in 0..size / 4 {
+                    p.add(w as usize).write(pattern(i, round + 1));
+                }
             }
         }
     }

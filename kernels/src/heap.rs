@@ -576,42 +576,57 @@ impl DeviceHeap {
         self.malloc_packed_in::<true>(size)
     }
 
-    /// `malloc_slice`'s loop for a request of `size` bytes; `PARTIAL`: `c` is a mask class
-    /// (see `serve_group`).
+    /// `malloc_slice`'s rounds for a request of `size` bytes; `PARTIAL`: `c` is a mask class
+    /// (see `serve_group`). Whether a mixed warp packs is decided before the loop, not in its
+    /// first round: a collective under a test of the lane's round would be wrong, since lanes
+    /// of one warp at different rounds can run the loop's code together (independent thread
+    /// scheduling groups the lanes at an instruction whatever their iteration; r45: such a
+    /// test hung a churn, and one not the same in every lane got nulls with the heap 10% full).
     #[inline(always)]
     fn malloc_slice_in<const PARTIAL: bool>(&self, c: usize, size: u64) -> *mut u8 {
-        for round in 0..WARP_ROUNDS {
-            let active = arch::activemask();
-            // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
-            // and all of them reach the match.
-            let peers = unsafe { arch::match_any_sync_u64(active, self.class_key(c)) };
-            // A warp of mixed small sizes (this lane's class group is not every active lane,
-            // so no group is: the test is the same in each lane; and no lane here asks for
-            // more than `MIXED_PACKED_MAX_BYTES`) packs its requests: one take a unit, where
-            // its classes would each hold a current block. The lanes here are the class-path
-            // ones: requests of 16 KiB and up (mask classes) and whole blocks left before.
-            if round == 0 && peers != active && {
-                // SAFETY: every active lane evaluates this or none does (the test before it is
-                // the same in each), and `active` names them (activemask).
-                let larger = unsafe { arch::ballot_sync(active, size > MIXED_PACKED_MAX_BYTES) };
-                larger == 0
-            } {
-                let p = self.dup().malloc_mixed_packed(size);
-                if !p.is_null() {
-                    return p;
-                }
-                // No packed block to be had: the class path, whose blocks may have room (null
-                // means full for this request's class, not for the packed rows). The next
-                // round's match regroups the lanes still here.
-                continue;
+        let (active, mut peers) = self.class_peers(c);
+        // A warp of mixed small sizes (this lane's class group is not every active lane, so
+        // no group is: the test is the same in each lane; and no lane here asks for more than
+        // `MIXED_PACKED_MAX_BYTES`) packs its requests: one take a unit, where its classes
+        // would each hold a current block. The lanes here are the class-path ones: requests
+        // of 16 KiB and up (mask classes, `PARTIAL`) and whole blocks left before.
+        if !PARTIAL
+            && peers != active
+            // SAFETY: every active lane evaluates the ballot or none does (the test before it
+            // is the same in each: every lane here is at its first round), and `active` names
+            // them.
+            && unsafe { arch::ballot_sync(active, size > MIXED_PACKED_MAX_BYTES) } == 0
+        {
+            let p = self.dup().malloc_mixed_packed(size);
+            if !p.is_null() {
+                return p;
             }
-            // SAFETY: every lane of `peers` wants class `c` of this heap (the match) and makes
-            // this call next.
+            // No packed block to be had: the class path, whose blocks may have room (null
+            // means full for this request's class, not for the packed rows), for the lanes
+            // still here, regrouped.
+            peers = self.class_peers(c).1;
+        }
+        for _ in 0..WARP_ROUNDS {
+            // SAFETY: every lane of `peers` wants class `c` of this heap (its match) and makes
+            // this call next: the lanes of a match before the loop all take this path (the
+            // routing test is the same in each), and each round's lanes left unserved match
+            // again below.
             if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
                 return p;
             }
+            peers = self.class_peers(c).1;
         }
         core::ptr::null_mut()
+    }
+
+    /// The lanes that run this code with this lane (`activemask`), and those of them that want
+    /// class `c` of this heap.
+    #[inline(always)]
+    fn class_peers(&self, c: usize) -> (u32, u32) {
+        let active = arch::activemask();
+        // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
+        // and all of them reach the match (no branch between).
+        (active, unsafe { arch::match_any_sync_u64(active, self.class_key(c)) })
     }
 
     /// One round for the group `peers` (lanes that all want class `c`): its leader takes
@@ -784,15 +799,13 @@ impl DeviceHeap {
     ///
     /// # Safety
     /// The lanes of the warp that are active when it is called ([`arch::activemask`]) make this
-    /// one call together, converged, and stay so to its end: call it from code that those
-    /// lanes reach together (every lane of the warp, or lanes that took one branch together),
-    /// never where lanes of other calls of it (or of `malloc_warp_unchecked`) may reconverge
-    /// with them inside it, such as both arms of a divergent `if` when it is not inlined. The
-    /// lanes check that their classes agree once, then one lane takes slices for every lane
-    /// active at each round: a lane of another call that joined could get a slice of another
-    /// class (smaller than asked, or overlapping another lane's), and a lane that left would
-    /// hang the shuffles. Every lane calls it on a handle of the same heap (the others compute
-    /// their addresses from the one lane's take).
+    /// one call together, on a handle of the same heap (the others compute their addresses
+    /// from one lane's take), and none of them leaves it early: call it from code that those
+    /// lanes reach together (every lane of the warp, or lanes that took one branch together).
+    /// The lanes check that their classes agree, then take slices as one group of exactly
+    /// those lanes, round after round: lanes of another call that independent thread
+    /// scheduling runs with them (a loop's next call, reached by lanes served in an earlier
+    /// round) never join the group (r45), and a lane that left would hang the shuffles.
     #[inline]
     pub unsafe fn malloc_warp(&self, size: u64) -> *mut u8 {
         if !takes_slice(size) {
@@ -800,8 +813,8 @@ impl DeviceHeap {
         }
         let c = slice_class(size);
         let active = arch::activemask();
-        // SAFETY: `active` names the lanes that execute this call with this lane, which stay
-        // converged through it (the caller's contract); no branch between the two.
+        // SAFETY: `active` names the lanes that execute this call with this lane, all of
+        // which reach both collectives (no branch between).
         let agree = unsafe {
             let leaders = arch::shfl_sync_u32(active, c as u32, active.trailing_zeros());
             arch::ballot_sync(active, c as u32 == leaders) == active
@@ -809,16 +822,16 @@ impl DeviceHeap {
         if !agree {
             return self.malloc_slice(c, size);
         }
-        // SAFETY: every active lane's class equals the lowest active lane's (checked above),
-        // and the active lanes stay the same through the call (the caller's contract).
-        unsafe { self.malloc_warp_unchecked(size) }
+        // SAFETY: every lane of `active` asks for class `c` (checked above) and makes this
+        // call (`agree` is the same in each), on one heap (the caller's contract).
+        unsafe { self.malloc_warp_lanes(c, active) }
     }
 
     /// `malloc_warp` without the check that the lanes' classes agree.
     ///
     /// # Safety
-    /// As for [`DeviceHeap::malloc_warp`] (the active lanes make this one call together,
-    /// converged to its end, on one heap), and every active lane that asks for a slice
+    /// As for [`DeviceHeap::malloc_warp`] (the active lanes make this one call together, on
+    /// one heap, and none leaves early), and every active lane that asks for a slice
     /// (`takes_slice`) must ask for a size of the same slice class as every other such lane
     /// (the same size suffices). Otherwise a lane can get a slice smaller than it asked for,
     /// or one that overlaps another lane's.
@@ -827,40 +840,55 @@ impl DeviceHeap {
         if !takes_slice(size) {
             return self.malloc(size);
         }
-        let c = slice_class(size);
-        // SAFETY: every active lane asks for class `c` and stays in this call (the caller's
-        // contract); the branch is the same in every lane (it depends on `c` only).
+        // SAFETY: the active lanes here are the caller's slice lanes, which all ask for the
+        // class of `size` and make this call (the caller's contract).
+        unsafe { self.malloc_warp_lanes(slice_class(size), arch::activemask()) }
+    }
+
+    /// `malloc_warp`'s slices of class `c` for the lanes of `lanes`.
+    ///
+    /// # Safety
+    /// Every lane of `lanes` (this lane among them) makes this call, with class `c`, on a
+    /// handle of this heap, and none leaves it early.
+    #[inline(always)]
+    unsafe fn malloc_warp_lanes(&self, c: usize, lanes: u32) -> *mut u8 {
+        // SAFETY: the caller's contract; the branch is the same in every lane (it depends on
+        // `c` only).
         unsafe {
             if is_mask_class(c) {
-                self.dup().malloc_mask_warp(c)
+                self.dup().malloc_mask_warp(c, lanes)
             } else {
-                self.malloc_warp_in::<false>(c)
+                self.malloc_warp_in::<false>(c, lanes)
             }
         }
     }
 
-    /// `malloc_warp_unchecked` of a mask class (out of line, as `malloc_mask_slice`).
+    /// `malloc_warp_lanes` of a mask class (out of line, as `malloc_mask_slice`).
     ///
     /// # Safety
     /// As for `malloc_warp_in`.
     #[inline(never)]
-    unsafe fn malloc_mask_warp(self, c: usize) -> *mut u8 {
+    unsafe fn malloc_mask_warp(self, c: usize, lanes: u32) -> *mut u8 {
         // SAFETY: the caller's contract is malloc_warp_in's.
-        unsafe { self.malloc_warp_in::<true>(c) }
+        unsafe { self.malloc_warp_in::<true>(c, lanes) }
     }
 
-    /// `malloc_warp_unchecked`'s loop: every active lane in one group; `PARTIAL` as in
-    /// `serve_group`.
+    /// `malloc_warp_lanes`'s rounds: the lanes of `lanes` not served yet are one group each
+    /// round (a mask that only shrinks, never `activemask`: see `malloc_warp`); `PARTIAL` as
+    /// in `serve_group`.
     ///
     /// # Safety
-    /// Every lane active at each round wants class `c` of this heap and makes this call with
-    /// this lane (the contract of `malloc_warp_unchecked`).
+    /// As for `malloc_warp_lanes`.
     #[inline(always)]
-    unsafe fn malloc_warp_in<const PARTIAL: bool>(&self, c: usize) -> *mut u8 {
+    unsafe fn malloc_warp_in<const PARTIAL: bool>(&self, c: usize, mut lanes: u32) -> *mut u8 {
         for _ in 0..WARP_ROUNDS {
-            // SAFETY: every active lane makes this call with class `c` on this heap (the
-            // caller's contract): they are `serve_group`'s peers.
-            if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, arch::activemask()) } {
+            // SAFETY: every lane of `lanes` wants class `c` of this heap and makes this call
+            // (the caller's contract, and the ballot below for later rounds).
+            let got = unsafe { self.serve_group::<PARTIAL>(c, lanes) };
+            // SAFETY: every lane of `lanes` made the call above and reaches this ballot (no
+            // branch between); the lanes still unserved go on together.
+            lanes = unsafe { arch::ballot_sync(lanes, got.is_none()) };
+            if let Some(p) = got {
                 return p;
             }
         }
