@@ -1,0 +1,3 @@
+# r45 call d (on call c's warm machine): single and mixed at 2^20 threads, three rounds in turn,
+# `new` (call c's PTX) against `head-d2`.
+R=/tmp/r45-d; mkdir -p $R; B=.devbin/veballoc-bench; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $R/device.txt; for r in 1 2 3; do for v in new head-d2; do export VEBALLOC_PTX_FILE=.devbin/var/$v.ptx; timeout 60 $B single --allocators veballoc --sizes 16,64,256,4096 --out $R/s-$v-$r > $R/single-$v-$r.txt 2>&1; timeout 60 $B mixed --allocators veballoc --sizes 32,64,256,4096 --out $R/m-$v-$r > $R/mixed-$v-$r.txt 2>&1; unset VEBALLOC_PTX_FILE; done; done; rm -rf $R/*/*.svg $R/*/*.json; tar czf $OUT/r45-d.tgz -C /tmp r45-d; date
