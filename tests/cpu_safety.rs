@@ -524,8 +524,9 @@ proptest! {
                     }
                 }
                 Op::Warp(sizes) => {
-                    let packed = CpuHeap::packed_lanes(&sizes);
-                    for (lane, p) in cpu.warp_malloc(&sizes).into_iter().enumerate() {
+                    // A routed lane that the packed rows could not serve took its class.
+                    let (ptrs, packed) = cpu.warp_malloc_paths(&sizes);
+                    for (lane, p) in ptrs.into_iter().enumerate() {
                         if !p.is_null() {
                             prop_assert!(h.usable_size(p) >= sizes[lane]);
                             fill(p, sizes[lane], tag + lane as u64);

@@ -891,8 +891,7 @@ fn churn_drift(warp: u32) {
     let errs = veballoc::zeroed_u64s(2).unwrap();
     let (arg, e) = (heap.arg(), errs.as_device_ptr().as_raw());
     for seed in 1..=4u64 {
-        // SAFETY: matches vb_churn_drift's signature in kernels/src/entry_bench.rs; n is a
-        // multiple of the warp size.
+        // SAFETY: matches vb_churn_drift's signature in kernels/src/entry_bench.rs.
         unsafe {
             gpu.launch("vb_churn_drift", n, BLOCK, veballoc::kernel_args![arg, n, seed, rounds, warp, e])
                 .unwrap()

@@ -144,6 +144,12 @@ impl CpuHeap {
     /// warp of several classes, the requests up to `MIXED_PACKED_MAX_BYTES` pack together
     /// (`warp_malloc_packed`), as `malloc_slice_in` routes them.
     pub fn warp_malloc(&self, sizes: &[u64]) -> Vec<*mut u8> {
+        self.warp_malloc_paths(sizes).0
+    }
+
+    /// `warp_malloc`, and for each lane whether its object is packed: a routed lane
+    /// (`packed_lanes`) whose packed take found no block is served by its class instead.
+    pub fn warp_malloc_paths(&self, sizes: &[u64]) -> (Vec<*mut u8>, Vec<bool>) {
         assert!(sizes.len() <= crate::arch::WARP_SIZE as usize);
         let mut out = std::vec![core::ptr::null_mut(); sizes.len()];
         // Each lane's class as `malloc_slice` picks it: the band's odd classes for a warp
@@ -158,7 +164,8 @@ impl CpuHeap {
             }
         }
         // Routed lanes the packed rows could not serve go on to their classes.
-        let mut pending: Vec<usize> = (0..sizes.len()).filter(|&l| !routed[l] || out[l].is_null()).collect();
+        let packed_ok: Vec<bool> = (0..sizes.len()).map(|l| routed[l] && !out[l].is_null()).collect();
+        let mut pending: Vec<usize> = (0..sizes.len()).filter(|&l| !packed_ok[l]).collect();
         let class_of_lane = |s: u64| crate::class::warp_class(slice_class(s), uniform);
         for _ in 0..crate::heap::WARP_ROUNDS {
             if pending.is_empty() {
@@ -201,7 +208,7 @@ impl CpuHeap {
             }
             pending = next;
         }
-        out
+        (out, packed_ok)
     }
 }
 

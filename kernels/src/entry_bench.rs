@@ -32,7 +32,6 @@ unsafe fn store_per_thread(ptrs: *mut u64, n: u64, alloc: impl FnOnce(u64) -> *m
     }
 }
 
-/// `ptrs[i] = malloc(size or sizes[i])` for i < n.
 /// Adds `v` to counter `k` of the host's array `counters` (errors, nulls, bytes...).
 ///
 /// # Safety
@@ -44,6 +43,7 @@ unsafe fn count(counters: *mut u64, k: usize, v: u64) {
     unsafe { &*(counters.add(k) as *const crate::atomic::Atom64) }.fetch_add_relaxed(v);
 }
 
+/// `ptrs[i] = malloc(size or sizes[i])` for i < n.
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_malloc(
     heap: DeviceHeap,
@@ -768,10 +768,10 @@ pub unsafe extern "ptx-kernel" fn vb_churn_drift(
     if i >= n {
         return;
     }
-    // SAFETY: the host passes 2 counters and whole warps of threads (`malloc_warp`: every lane
-    // of the warp makes each round's call, the branch on `warp` is the same in each); p is
-    // this thread's own object of `size` bytes from this heap's malloc, which only it reads,
-    // frees once and forgets.
+    // SAFETY: the host passes 2 counters; `malloc_warp`: every lane still here makes each
+    // round's call, on the one heap (threads from n on have exited, and an exited lane is not
+    // active), and the branch on `warp` is the same in each; p is this thread's own object of
+    // `size` bytes from this heap's malloc, which only it reads, frees once and forgets.
     unsafe {
         let err = |k: usize, v: u64| count(errors, k, v);
         let (mut p, mut size) = (core::ptr::null_mut::<u32>(), 0u64);

@@ -606,17 +606,23 @@ impl DeviceHeap {
             // still here, regrouped.
             peers = self.class_peers(c).1;
         }
-        for _ in 0..WARP_ROUNDS {
+        let mut rounds_left = WARP_ROUNDS;
+        loop {
             // SAFETY: every lane of `peers` wants class `c` of this heap (its match) and makes
             // this call next: the lanes of a match before the loop all take this path (the
-            // routing test is the same in each), and each round's lanes left unserved match
-            // again below.
+            // routing test is the same in each), and each round's lanes left unserved that
+            // stay match again below.
             if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
                 return p;
             }
+            rounds_left -= 1;
+            // A lane that gives up leaves before the match, not after: a group that named it
+            // would wait at shuffles it never reaches (a review of r45's first form).
+            if rounds_left == 0 {
+                return core::ptr::null_mut();
+            }
             peers = self.class_peers(c).1;
         }
-        core::ptr::null_mut()
     }
 
     /// The lanes that run this code with this lane (`activemask`), and those of them that want
@@ -802,10 +808,12 @@ impl DeviceHeap {
     /// one call together, on a handle of the same heap (the others compute their addresses
     /// from one lane's take), and none of them leaves it early: call it from code that those
     /// lanes reach together (every lane of the warp, or lanes that took one branch together).
-    /// The lanes check that their classes agree, then take slices as one group of exactly
-    /// those lanes, round after round: lanes of another call that independent thread
-    /// scheduling runs with them (a loop's next call, reached by lanes served in an earlier
-    /// round) never join the group (r45), and a lane that left would hang the shuffles.
+    /// Independent thread scheduling may run lanes of the warp's other calls at this call site
+    /// with them (a loop's next iteration, reached by lanes served earlier): those count among
+    /// the active lanes, so every call a warp makes at one call site must be on one heap. The
+    /// lanes check that their classes agree, then take slices as one group of exactly those
+    /// lanes, round after round: lanes of a call that comes later never join the group (r45),
+    /// and a lane that left would hang the shuffles.
     #[inline]
     pub unsafe fn malloc_warp(&self, size: u64) -> *mut u8 {
         if !takes_slice(size) {
@@ -833,8 +841,10 @@ impl DeviceHeap {
     /// As for [`DeviceHeap::malloc_warp`] (the active lanes make this one call together, on
     /// one heap, and none leaves early), and every active lane that asks for a slice
     /// (`takes_slice`) must ask for a size of the same slice class as every other such lane
-    /// (the same size suffices). Otherwise a lane can get a slice smaller than it asked for,
-    /// or one that overlaps another lane's.
+    /// (the same size suffices), lanes of the warp's other calls at this call site included
+    /// (see `malloc_warp`: a size that changes from one iteration of a loop to the next needs
+    /// `malloc_warp`, which checks). Otherwise a lane can get a
+    /// slice smaller than it asked for, or one that overlaps another lane's.
     #[inline]
     pub unsafe fn malloc_warp_unchecked(&self, size: u64) -> *mut u8 {
         if !takes_slice(size) {
