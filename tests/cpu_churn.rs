@@ -52,19 +52,31 @@ struct ChurnRun {
     first: Option<FirstNull>,
     nulls_per_round: Vec<u64>,
     live_per_round: Vec<f64>,
+    /// The lowest live share at any null.
+    lowest_null_live: Option<f64>,
 }
 
 /// Runs `rounds` rounds of the churn over `n` threads on a heap of `segments` segments with
 /// `shards` current slots per class, keeping `live` of the heap live; frees everything at the
 /// end and checks the heap is empty.
 fn churn(segments: u32, shards: u32, n: u64, rounds: u32, live: f64) -> ChurnRun {
+    churn_seeded(segments, shards, n, rounds, live, SEED)
+}
+
+/// `churn` with the draws of `seed`.
+fn churn_seeded(segments: u32, shards: u32, n: u64, rounds: u32, live: f64, seed: u64) -> ChurnRun {
     let cpu = CpuHeap::with_checks(segments, shards, false);
     let h = cpu.heap();
     let cap = h.capacity() as f64;
     let mut ptrs = vec![0u64; n as usize];
     let mut sizes = vec![0u64; n as usize];
     let (mut live_b, mut holders) = (0u64, 0u64);
-    let mut run = ChurnRun { first: None, nulls_per_round: Vec::new(), live_per_round: Vec::new() };
+    let mut run = ChurnRun {
+        first: None,
+        nulls_per_round: Vec::new(),
+        live_per_round: Vec::new(),
+        lowest_null_live: None,
+    };
     let mean = law_mean();
     for round in 0..=rounds {
         let last = round == rounds;
@@ -84,7 +96,7 @@ fn churn(segments: u32, shards: u32, n: u64, rounds: u32, live: f64) -> ChurnRun
             set_host_thread_index(w * shards as u64 + shard);
             let mut want = Vec::new();
             for i in w * WARP..((w + 1) * WARP).min(n) {
-                let r = round_draw(SEED, i, round as u64);
+                let r = round_draw(seed, i, round as u64);
                 let iu = i as usize;
                 if ptrs[iu] != 0 && (r & PROB_MASK) < free_p {
                     // SAFETY: ptrs[iu] is this simulated thread's live block from this heap's malloc; freed
@@ -106,6 +118,8 @@ fn churn(segments: u32, shards: u32, n: u64, rounds: u32, live: f64) -> ChurnRun
             for (&(i, size), p) in want.iter().zip(got) {
                 if p.is_null() {
                     nulls += 1;
+                    let share = live_b as f64 / cap;
+                    run.lowest_null_live = Some(run.lowest_null_live.map_or(share, |l| l.min(share)));
                     if run.first.is_none() {
                         run.first = Some(FirstNull {
                             round,
@@ -439,4 +453,43 @@ fn a_burst_of_run_claims_formats_one_segment() {
 fn churn_at_70_percent_live() {
     let bad = nulls_under_the_target(&[(256, 64, 1 << 19), (512, 128, 1 << 20)], 0.7);
     assert!(bad.is_empty(), "{bad:?}");
+}
+
+/// `churn_at_70_percent_live` over more draws and rounds (4 GiB, 64 shards: the harness's
+/// default draw and seeds 1..=40, 200 rounds each, on two threads; 40 s on two cores in a
+/// release build): no null while less than 70% of the heap is live. Before a freed run's end
+/// segments went back at once (`Blocks::release_run`), the default draw got a null at 69.6%
+/// in round 35 and 6 of the 40 seeds one at 70.0-73.2%; with it, one seed (71.8%).
+#[test]
+fn churn_at_70_percent_live_over_seeds() {
+    const SEEDS: u64 = 40;
+    let next = std::sync::atomic::AtomicU64::new(0);
+    let bad = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i > SEEDS {
+                    return;
+                }
+                let seed = if i == 0 { SEED } else { i };
+                let r = churn_seeded(256, 64, 1 << 19, 200, 0.7, seed);
+                if let Some(f) = &r.first {
+                    println!(
+                        "seed {seed:#x}: first null in round {} at {:.2}% live for {} B, {} nulls, the lowest at {:.2}%",
+                        f.round,
+                        100.0 * f.live_share,
+                        f.size,
+                        r.nulls_per_round.iter().sum::<u64>(),
+                        100.0 * r.lowest_null_live.unwrap()
+                    );
+                }
+                if r.lowest_null_live.is_some_and(|l| l < TARGET_NO_NULL_BELOW) {
+                    bad.lock().unwrap().push(seed);
+                }
+            });
+        }
+    });
+    let bad = bad.into_inner().unwrap();
+    assert!(bad.is_empty(), "a null under 70% live with seeds {bad:x?}");
 }

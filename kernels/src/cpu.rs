@@ -122,20 +122,21 @@ impl CpuHeap {
     /// Which lanes of a warp asking for `sizes` `malloc` serves from packed runs first: the
     /// slice requests of a warp where those want more than one class (as the match groups
     /// them, after `class::warp_class`) and are all at most `MIXED_PACKED_MAX_BYTES`; whole
-    /// blocks do not count. (A packed null sends the lane on to its class.) One difference
-    /// from the GPU, known and open (NOTES r44): there a warp's requests of 16 KiB and up
-    /// (mask classes) leave before the decision, so its small lanes may still pack; here they
-    /// count as larger requests. Aligned, the CPU churn test's default draw got a null at
-    /// 69.6% live, within the documented bound (no three free segments in a row).
+    /// blocks and requests of mask classes (16 KiB and up, which leave before the decision on
+    /// the GPU) do not count. (A packed null sends the lane on to its class.) The mask-class
+    /// lanes used to count here (left open in NOTES r44: aligned, the CPU churn test's default
+    /// draw got a null at 69.6% live, until a freed run's end segments went back to the
+    /// segment tree at once, see `Blocks::release_run`).
     pub fn packed_lanes(sizes: &[u64]) -> Vec<bool> {
         let is_slice = |s: u64| s != 0 && !crate::heap::takes_unit_run(s);
-        let slice_lanes = || sizes.iter().copied().filter(|&s| is_slice(s));
         let uniform = Self::uniform_warp(sizes);
         let group = |s: u64| crate::class::warp_class(slice_class(s), uniform);
-        let first_group = slice_lanes().next().map(group);
-        let mixed = slice_lanes().any(|s| Some(group(s)) != first_group);
-        let small = slice_lanes().all(|s| s <= crate::heap::MIXED_PACKED_MAX_BYTES);
-        sizes.iter().map(|&s| mixed && small && is_slice(s)).collect()
+        let class_lane = |s: u64| is_slice(s) && !crate::class::is_mask_class(group(s));
+        let class_lanes = || sizes.iter().copied().filter(|&s| class_lane(s));
+        let first_group = class_lanes().next().map(group);
+        let mixed = class_lanes().any(|s| Some(group(s)) != first_group);
+        let small = class_lanes().all(|s| s <= crate::heap::MIXED_PACKED_MAX_BYTES);
+        sizes.iter().map(|&s| mixed && small && class_lane(s)).collect()
     }
 
     /// Allocates for a simulated warp, the way `malloc` does on the device: lanes that want
