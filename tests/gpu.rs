@@ -872,7 +872,8 @@ fn gpu_churn_with_lanes_drifting_apart() {
     churn_drift(0);
 }
 
-/// As `gpu_churn_with_lanes_drifting_apart`, by `malloc_warp`, one size a warp a round. Before
+/// As `gpu_churn_with_lanes_drifting_apart`, by `malloc_warp`, one size a warp a round (16 KiB
+/// .. 64 KiB, the mask classes' path, in one round of 16; added after r45's GPU runs). Before
 /// r45 each of its rounds served every active lane, lanes of a later call too (with the
 /// first lane's class).
 #[test]

@@ -746,11 +746,16 @@ pub unsafe extern "ptx-kernel" fn vb_churn_usable(
     }
 }
 
+/// `vb_churn_drift`'s sizes for `malloc_warp`'s mask classes: 16 KiB up to 64 KiB.
+const MASK_DRIFT_MIN: u64 = 16 << 10;
+const MASK_DRIFT_MAX: u64 = 64 << 10;
+
 /// `rounds` rounds of churn in one launch: each round, thread i checks and frees its object,
 /// then allocates a random size, fills it and keeps it; the last round only frees. With
 /// `warp == 0` by `malloc`, the lane's own size: 1..=512 in half the rounds (drawn per warp),
 /// which `malloc` packs, else 1..=4096 or about one in 32 a whole block up to 64 KiB. With
-/// `warp != 0` by `malloc_warp`, one size for the warp's lanes in a round (1..=4096). The lanes
+/// `warp != 0` by `malloc_warp`, one size for the warp's lanes in a round (1..=4096, or in one
+/// round of 16 16 KiB..64 KiB, the mask classes' path). The lanes
 /// of a warp drift apart (a warp's take that ends a run serves some lanes a round later), so
 /// lanes at different rounds of the allocator's loops, or of this kernel's, run together
 /// (independent thread scheduling), and must still take part in the same collectives (r45).
@@ -789,7 +794,10 @@ pub unsafe extern "ptx-kernel" fn vb_churn_drift(
             }
             let r = round_draw(seed, i, round);
             let per_warp = round_draw(seed, i / arch::WARP_SIZE as u64, round);
-            size = if warp != 0 {
+            size = if warp != 0 && per_warp % 16 == 0 {
+                // Mask classes too (`malloc_mask_warp`): 16 KiB..64 KiB.
+                MASK_DRIFT_MIN + (per_warp >> 8) % (MASK_DRIFT_MAX - MASK_DRIFT_MIN)
+            } else if warp != 0 {
                 1 + (per_warp >> 8) % 4096
             } else if per_warp & 1 == 0 {
                 1 + (r >> 8) % 512
