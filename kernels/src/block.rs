@@ -1501,8 +1501,9 @@ impl<'a> Blocks<'a> {
     /// segment tree (`return_whole_segment`), as runs of whole segments did before runs
     /// crossed segments: otherwise a freed 100 MiB run would leave its segments pending, out
     /// of the other groups' reach until memory ran short. So does, by a reclaim
-    /// (`trim_segment`), an end segment of a run over several segments that this free
-    /// empties: pending, it stayed with the group while claims of one segment (the lowest
+    /// (`trim_segment`), an end segment of a run over several segments whose last block out
+    /// this release brings back (a racing release that comes last leaves it pending, as
+    /// before): pending, it stayed with the group while claims of one segment (the lowest
     /// free first) took the segments beside it that the run had covered whole, and came back
     /// only when memory ran short, as a lone free segment. In the CPU churn at 70% live, 13
     /// of the 17 free segments at a 36 MiB request's null (69.6% live, none three in a row)
@@ -1525,9 +1526,10 @@ impl<'a> Blocks<'a> {
                     // Release: as in release_block.
                     self.pending_tree().insert(seg as u64);
                     if n < k {
-                        // An end of a run over several segments (see above); its mark stays
-                        // for a reclaim that a racing claim makes give up. Bounded: one
-                        // reclaim (`RECLAIM_RETRIES`), at most two a run.
+                        // An end of a run over several segments (see above). Its mark stays
+                        // either way: for a reclaim that a racing claim makes give up, and
+                        // stale after one that succeeds (`trim_segment` skips it later).
+                        // Bounded: one reclaim (`RECLAIM_RETRIES` tries), at most two a run.
                         self.trim_segment(seg);
                     }
                 }
@@ -1578,7 +1580,7 @@ impl<'a> Blocks<'a> {
 
     /// The pending-reclaim tree: segments whose last block came back since their last
     /// reclaim attempt (a mark may be stale: a block claimed again since, or the segment
-    /// reclaimed by a sweep; `trim_segment` checks).
+    /// reclaimed by a sweep or at a run's release; `trim_segment` checks).
     #[inline(always)]
     fn pending_tree(&self) -> crate::veb::Veb<'a> {
         let l = self.layout().seg_tree;
@@ -1702,8 +1704,9 @@ impl<'a> Blocks<'a> {
 
     /// Returns segment `seg` to the segment tree if it is formatted and none of its blocks is
     /// out (a pending segment, one formatted ahead for waiting claimers that nobody used, or
-    /// one whose last reclaim gave up). For `trim`, the sweep, pending marks and the
-    /// take-back of booted segments (`take_back_after`, `take_back_all_booted`). Nothing for
+    /// one whose last reclaim gave up). For `trim`, the sweep, pending marks, the end segments
+    /// of a released run over several segments (`release_run`, so also `align_run`'s tail) and
+    /// the take-back of booted segments (`take_back_after`, `take_back_all_booted`). Nothing for
     /// `seg` past the heap's segments (the device reads no bounds: a word past an array is
     /// another array's).
     pub fn trim_segment(&self, seg: u32) {

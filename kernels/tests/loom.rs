@@ -1429,6 +1429,68 @@ mod real {
             unsafe { m.check_whole(&live, (0, 0, r.is_null() as u64)) };
         });
     }
+    /// (8b) A run over two segments whose free empties both (5 MiB from segment 0's start
+    /// freed first, then the 16 MiB run after it: the rest of segment 0 and the first 20
+    /// blocks of segment 1) reclaims each at once (`release_run`'s `trim_segment` of an end
+    /// it empties), while a `malloc` of 5 MiB of the same group claims the lowest 20 free
+    /// blocks (segment 0's first, freed before the race, or blocks the free inserts) and
+    /// frees them. The claim may land between the reclaim's flag CAS and its removal (its
+    /// release's subtraction then lags the removal, as in (6b)), or take blocks the free
+    /// just inserted: no block may be reclaimed while out (the cells: the claimer writes its
+    /// blocks after the freer wrote the run's), no segment may be lost or inserted twice (the
+    /// validator and the whole heap at the end), and the malloc never gets null.
+    #[test]
+    fn a_crossing_run_s_free_reclaims_its_ends_while_its_group_claims() {
+        const FIRST: u64 = 5 << 20;
+        const CROSSING: u64 = 16 << 20;
+        const SEG: u64 = 1 << 24;
+        let bps = group_blocks_per_segment(RUN_GROUP) as u64;
+        let first = block_run_len(FIRST) as u64;
+        let starts: Vec<u64> = (0..2 * bps).map(|b| MEM + b * RUN_BLOCK_BYTES).collect();
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(2, starts.clone());
+            set_host_thread_index(0);
+            let p = m.heap.malloc(FIRST);
+            let q = m.heap.malloc(CROSSING) as u64;
+            assert_eq!((p as u64, q), (MEM, MEM + FIRST), "the run after p crosses into segment 1");
+            for b in 0..first {
+                m.cells.write((MEM + b * RUN_BLOCK_BYTES) as *mut u8);
+            }
+            // SAFETY: p came from the malloc above, is freed once and not used after.
+            unsafe { m.heap.free(p) };
+            let s = m.heap.validate().expect("the validator");
+            assert_eq!((s.free_segments, s.crossing_runs), (0, 1), "{s:?}");
+            let f = m.clone();
+            let freer = thread::spawn(move || {
+                set_host_thread_index(0);
+                for a in (q..q + CROSSING).step_by(RUN_BLOCK_BYTES as usize) {
+                    f.cells.write(a as *mut u8);
+                }
+                // SAFETY: q came from the malloc above and is handed to this thread alone, freed once and not
+                // used after.
+                unsafe { f.heap.free(q as *mut u8) };
+            });
+            let c = m.clone();
+            let claimer = thread::spawn(move || {
+                set_host_thread_index(1);
+                let r = c.heap.malloc(FIRST);
+                assert!(!r.is_null(), "null from a heap with room");
+                let r = r as u64;
+                assert!(r + FIRST <= MEM + 2 * SEG, "{r:#x}");
+                for a in (r..r + FIRST).step_by(RUN_BLOCK_BYTES as usize) {
+                    c.cells.write(a as *mut u8);
+                }
+                // SAFETY: r came from the malloc above, is freed once and not used after.
+                unsafe { c.heap.free(r as *mut u8) };
+            });
+            freer.join().unwrap();
+            claimer.join().unwrap();
+            let s = m.heap.validate().expect("the validator");
+            assert_eq!(s.bytes_in_use, 0, "{s:?}");
+            // SAFETY: no pointer to free.
+            unsafe { m.check_whole(&[], (0, 0, 0)) };
+        });
+    }
     /// (9) Two requests that need fresh segments (20 MiB: two segments; 5 MiB: part of one)
     /// race each other and a host trim in a heap of three segments. Their runs never pass
     /// through the tree (`fresh_run` formats its segments with the run's blocks kept, and
