@@ -110,11 +110,16 @@ impl CpuHeap {
         &self.heap
     }
 
+    /// Whether the simulated warp serves a request of `size` bytes as a slice (a group's
+    /// take): not 0 and not a run of whole blocks (those go per lane).
+    fn slice_request(size: u64) -> bool {
+        size != 0 && !crate::heap::takes_unit_run(size)
+    }
+
     /// Whether a warp asking for `sizes` asks for one slice class only (its slice requests:
     /// not 0 and not whole blocks), as `malloc_slice`'s match tells it.
     fn uniform_warp(sizes: &[u64]) -> bool {
-        let mut classes =
-            sizes.iter().filter(|&&s| s != 0 && !crate::heap::takes_unit_run(s)).map(|&s| slice_class(s));
+        let mut classes = sizes.iter().copied().filter(|&s| Self::slice_request(s)).map(slice_class);
         let first = classes.next();
         classes.all(|c| Some(c) == first)
     }
@@ -128,10 +133,9 @@ impl CpuHeap {
     /// draw got a null at 69.6% live, until a freed run's end segments went back to the
     /// segment tree at once, see `Blocks::release_run`).
     pub fn packed_lanes(sizes: &[u64]) -> Vec<bool> {
-        let is_slice = |s: u64| s != 0 && !crate::heap::takes_unit_run(s);
         let uniform = Self::uniform_warp(sizes);
         let group = |s: u64| crate::class::warp_class(slice_class(s), uniform);
-        let class_lane = |s: u64| is_slice(s) && !crate::class::is_mask_class(group(s));
+        let class_lane = |s: u64| Self::slice_request(s) && !crate::class::is_mask_class(group(s));
         let class_lanes = || sizes.iter().copied().filter(|&s| class_lane(s));
         let first_group = class_lanes().next().map(group);
         let mixed = class_lanes().any(|s| Some(group(s)) != first_group);
@@ -179,7 +183,7 @@ impl CpuHeap {
                     continue;
                 }
                 let size = sizes[lane];
-                if size == 0 || crate::heap::takes_unit_run(size) {
+                if !Self::slice_request(size) {
                     out[lane] = self.heap.malloc(size);
                     done[lane] = true;
                     continue;
@@ -188,12 +192,7 @@ impl CpuHeap {
                 let group: Vec<usize> = pending
                     .iter()
                     .copied()
-                    .filter(|&l| {
-                        !done[l]
-                            && sizes[l] != 0
-                            && !crate::heap::takes_unit_run(sizes[l])
-                            && class_of_lane(sizes[l]) == c
-                    })
+                    .filter(|&l| !done[l] && Self::slice_request(sizes[l]) && class_of_lane(sizes[l]) == c)
                     .collect();
                 let taken = self.heap.take_group::<true>(c, group.len() as u32);
                 for (rank, &l) in group.iter().enumerate() {
