@@ -45,63 +45,75 @@ unsafe impl Sync for Atom32 {}
 macro_rules! gpu_atomic_impl {
     ($name:ident, $t:ty, $reg:ident, $u:literal, $b:literal) => {
         impl $name {
-            pub const fn new(x: $t) -> Self {
-                Self { v: UnsafeCell::new(x) }
-            }
+            /// This word's address in the global state space, for the instructions below
+            /// (`.global`: with generic addresses the compiler must also handle a word in shared
+            /// memory, and emits a CAS loop beside each 64-bit RMW, on every path).
             #[inline(always)]
             fn p(&self) -> u64 {
-                self.v.get() as u64
+                let g: u64;
+                // SAFETY: a conversion, which reads and writes nothing. Every word is in global
+                // memory: the only way to one on the GPU is `words`/`words32`/`word32` (or a
+                // reference into them), whose callers vouch for that (no `new` here).
+                unsafe {
+                    core::arch::asm!(
+                        "cvta.to.global.u64 {g}, {p};",
+                        g = out(reg64) g,
+                        p = in(reg64) self.v.get() as u64,
+                        options(pure, nomem, nostack)
+                    )
+                };
+                g
             }
             #[inline(always)]
             pub fn load_relaxed(&self) -> $t {
                 let r: $t;
                 // SAFETY: `p` points to a live, aligned word owned by `self`.
-                unsafe { core::arch::asm!(concat!("ld.relaxed.gpu.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("ld.relaxed.gpu.global.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn load_acquire(&self) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("ld.acquire.gpu.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("ld.acquire.gpu.global.", $u, " {r}, [{p}];"), r = out($reg) r, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn store_relaxed(&self, x: $t) {
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("st.relaxed.gpu.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("st.relaxed.gpu.global.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
             }
             #[inline(always)]
             pub fn store_release(&self, x: $t) {
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("st.release.gpu.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("st.release.gpu.global.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
             }
             #[inline(always)]
             pub fn fetch_add_relaxed(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.global.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_add_acquire(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.global.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_add_release(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.release.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.release.gpu.global.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_add_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.global.add.", $u, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
@@ -112,14 +124,14 @@ macro_rules! gpu_atomic_impl {
             pub fn fetch_or_relaxed(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.global.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_and_relaxed(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.relaxed.gpu.global.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             /// `fetch_add_relaxed` whose result nobody reads: a `red`, which the thread does not
@@ -127,54 +139,54 @@ macro_rules! gpu_atomic_impl {
             #[inline(always)]
             pub fn red_add_relaxed(&self, x: $t) {
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.add.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.global.add.", $u, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
             }
             /// `fetch_or_relaxed` whose result nobody reads: a `red`, which the thread does not
             /// wait for.
             #[inline(always)]
             pub fn red_or_relaxed(&self, x: $t) {
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.or.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.global.or.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
             }
             /// `fetch_and_relaxed` whose result nobody reads (a `red`).
             #[inline(always)]
             pub fn red_and_relaxed(&self, x: $t) {
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.and.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("red.relaxed.gpu.global.and.", $b, " [{p}], {x};"), x = in($reg) x, p = in(reg64) self.p()) };
             }
             #[inline(always)]
             pub fn fetch_or_release(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.release.gpu.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.release.gpu.global.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_or_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.global.or.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_and_acquire(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acquire.gpu.global.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn fetch_and_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.global.and.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             #[inline(always)]
             pub fn swap_acq_rel(&self, x: $t) -> $t {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.exch.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.global.exch.", $b, " {r}, [{p}], {x};"), r = out($reg) r, x = in($reg) x, p = in(reg64) self.p()) };
                 r
             }
             /// Compare-and-swap; `Ok(old)` when it stored `new`, `Err(actual)` otherwise.
@@ -182,7 +194,7 @@ macro_rules! gpu_atomic_impl {
             pub fn cas_acq_rel(&self, cur: $t, new: $t) -> Result<$t, $t> {
                 let r: $t;
                 // SAFETY: as in load_relaxed.
-                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.cas.", $b, " {r}, [{p}], {c}, {n};"), r = out($reg) r, c = in($reg) cur, n = in($reg) new, p = in(reg64) self.p()) };
+                unsafe { core::arch::asm!(concat!("atom.acq_rel.gpu.global.cas.", $b, " {r}, [{p}], {c}, {n};"), r = out($reg) r, c = in($reg) cur, n = in($reg) new, p = in(reg64) self.p()) };
                 if r == cur { Ok(r) } else { Err(r) }
             }
         }
@@ -304,7 +316,8 @@ host_atomic_impl!(Atom32, u32, Inner32);
 ///
 /// # Safety
 /// `addr` must be 8-aligned and point to `n` live words that are only accessed atomically
-/// for the lifetime `'a`.
+/// for the lifetime `'a`; on the GPU, in global memory (the driver's allocations, a module's
+/// globals), not shared or local memory: the GPU's atomics use the global state space.
 #[cfg(not(loom))]
 #[inline(always)]
 pub unsafe fn words<'a>(addr: u64, n: usize) -> &'a [Atom64] {
