@@ -787,7 +787,6 @@ pub unsafe extern "ptx-kernel" fn vb_churn_drift(
                     err(0, bad as u64);
                 }
                 heap.free(p as *mut u8);
-                p = core::ptr::null_mut();
             }
             if round == rounds {
                 break;
