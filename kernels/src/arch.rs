@@ -14,6 +14,32 @@ mod imp {
     use core::arch::asm;
     use core::arch::nvptx;
 
+    // The warp collectives as LLVM's NVVM intrinsics, not `asm!`: LLVM knows these as
+    // convergent, so no pass moves one across a branch or duplicates it into divergent paths
+    // (tail duplication, jump threading), which it may do to an inline asm statement; a
+    // collective that lanes reach in different copies waits for lanes that never come.
+    #[allow(improper_ctypes)]
+    unsafe extern "C" {
+        #[link_name = "llvm.nvvm.activemask"]
+        fn nvvm_activemask() -> u32;
+        #[link_name = "llvm.nvvm.vote.ballot.sync"]
+        fn nvvm_ballot_sync(mask: u32, pred: bool) -> u32;
+        #[link_name = "llvm.nvvm.match.any.sync.i32"]
+        fn nvvm_match_any_i32(mask: u32, value: u32) -> u32;
+        #[link_name = "llvm.nvvm.match.any.sync.i64"]
+        fn nvvm_match_any_i64(mask: u32, value: u64) -> u32;
+        #[link_name = "llvm.nvvm.redux.sync.or"]
+        fn nvvm_redux_or(value: u32, mask: u32) -> u32;
+        #[link_name = "llvm.nvvm.shfl.sync.idx.i32"]
+        fn nvvm_shfl_idx(mask: u32, value: u32, src: u32, clamp: u32) -> u32;
+        #[link_name = "llvm.nvvm.shfl.sync.up.i32"]
+        fn nvvm_shfl_up(mask: u32, value: u32, delta: u32, clamp: u32) -> u32;
+    }
+    /// `shfl.sync`'s clamp operand for an index shuffle over the whole warp (c = 0x1f: no
+    /// segments), and for an up shuffle (c = 0).
+    const SHFL_IDX_CLAMP: u32 = 0x1f;
+    const SHFL_UP_CLAMP: u32 = 0;
+
     /// Global thread index along x (blockIdx.x * blockDim.x + threadIdx.x).
     #[inline(always)]
     pub fn global_thread_x() -> u64 {
@@ -75,10 +101,8 @@ mod imp {
     }
     #[inline(always)]
     pub fn activemask() -> u32 {
-        let r: u32;
         // SAFETY: activemask has no preconditions.
-        unsafe { asm!("activemask.b32 {r};", r = out(reg32) r, options(nomem, nostack)) };
-        r
+        unsafe { nvvm_activemask() }
     }
     /// Bit i set when lane i of `mask` has `pred`.
     ///
@@ -86,13 +110,8 @@ mod imp {
     /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
     pub unsafe fn ballot_sync(mask: u32, pred: bool) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that every lane of `mask` executes this call.
-        unsafe {
-            asm!("{{ .reg .pred p; setp.ne.u32 p, {x}, 0; vote.sync.ballot.b32 {r}, p, {m}; }}",
-                 r = out(reg32) r, x = in(reg32) pred as u32, m = in(reg32) mask, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_ballot_sync(mask, pred) }
     }
     /// Lanes of `mask` whose `value` equals this lane's.
     ///
@@ -100,12 +119,8 @@ mod imp {
     /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
     pub unsafe fn match_any_sync(mask: u32, value: u32) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that every lane of `mask` executes this call.
-        unsafe {
-            asm!("match.any.sync.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_match_any_i32(mask, value) }
     }
     /// Lanes of `mask` whose 64-bit `value` equals this lane's (`match.any.sync.b64`).
     ///
@@ -113,12 +128,8 @@ mod imp {
     /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
     pub unsafe fn match_any_sync_u64(mask: u32, value: u64) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that every lane of `mask` executes this call.
-        unsafe {
-            asm!("match.any.sync.b64 {r}, {v}, {m};", r = out(reg32) r, v = in(reg64) value, m = in(reg32) mask, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_match_any_i64(mask, value) }
     }
     /// The OR of `value` over the lanes of `mask` (`redux.sync`, sm_80).
     ///
@@ -126,12 +137,8 @@ mod imp {
     /// Every lane of `mask` (which includes the caller) executes this same call, converged.
     #[inline(always)]
     pub unsafe fn reduce_or_sync(mask: u32, value: u32) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that every lane of `mask` executes this call.
-        unsafe {
-            asm!("redux.sync.or.b32 {r}, {v}, {m};", r = out(reg32) r, v = in(reg32) value, m = in(reg32) mask, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_redux_or(value, mask) }
     }
     /// `value` of lane `src`.
     ///
@@ -140,13 +147,9 @@ mod imp {
     /// converged.
     #[inline(always)]
     pub unsafe fn shfl_sync_u32(mask: u32, value: u32, src: u32) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that every lane of `mask`, `src` among them, executes
         // this call.
-        unsafe {
-            asm!("shfl.sync.idx.b32 {r}, {v}, {s}, 0x1f, {m};", r = out(reg32) r, v = in(reg32) value, s = in(reg32) src, m = in(reg32) mask, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_shfl_idx(mask, value, src, SHFL_IDX_CLAMP) }
     }
     /// `value` of lane `lane - delta` (this lane's own value for lanes below `delta`).
     ///
@@ -154,12 +157,8 @@ mod imp {
     /// All 32 lanes of the warp execute this same call, converged.
     #[inline(always)]
     pub unsafe fn shfl_up_full_u32(value: u32, delta: u32) -> u32 {
-        let r: u32;
         // SAFETY: the caller vouches that all 32 lanes execute this call.
-        unsafe {
-            asm!("shfl.sync.up.b32 {r}, {v}, {d}, 0, 0xffffffff;", r = out(reg32) r, v = in(reg32) value, d = in(reg32) delta, options(nomem, nostack))
-        };
-        r
+        unsafe { nvvm_shfl_up(u32::MAX, value, delta, SHFL_UP_CLAMP) }
     }
     /// `value` of lane `src` (two 32-bit shuffles).
     ///

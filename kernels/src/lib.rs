@@ -11,7 +11,13 @@
 //! part of the metadata lives), `arch` (every GPU-only primitive and its host twin) and
 //! `atomic` (the one atomics shim).
 #![no_std]
-#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, stdarch_nvptx, asm_experimental_arch))]
+#![cfg_attr(
+    target_arch = "nvptx64",
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, link_llvm_intrinsics)
+)]
+// `link_llvm_intrinsics`: the warp collectives as LLVM intrinsics, which LLVM knows as
+// convergent (see `arch`); internal to rustc, and the pinned nightly keeps it.
+#![cfg_attr(target_arch = "nvptx64", allow(internal_features))]
 // The Allocator trait is nightly-only: on for the device (always built on the pinned nightly)
 // and with the `allocator-api` feature, so that host builds work on stable too.
 #![cfg_attr(any(target_arch = "nvptx64", feature = "allocator-api"), feature(allocator_api))]
