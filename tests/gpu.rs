@@ -10,7 +10,7 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use veballoc::kernels::block::{slice_bytes, slice_class};
 use veballoc::kernels::class::{warp_class, RUN_BLOCK_BYTES, RUN_GROUP};
 use veballoc::kernels::cpu::CpuHeap;
-use veballoc::kernels::heap::packed_band;
+use veballoc::kernels::heap::{packed_band, MIXED_PACKED_MAX_BYTES};
 use veballoc::kernels::slice::PACKED_CLASSES;
 use veballoc::{Gpu, Heap, SEGMENT_BYTES};
 
@@ -166,8 +166,8 @@ fn gpu_churn_100_rounds_mixed_sizes() {
     let gpu = gpu();
     let heap = Heap::new(&gpu, HEAP_8G).unwrap();
     // Slices of every class, and about one request in 20 for a whole block of up to 64 KiB.
-    let (bad, nulls) = churn_rounds(&gpu, &heap, 1 << 18, 42, 65536, 100, 25);
-    assert_eq!((bad, nulls), (0, 0), "corrupted words, failed allocations");
+    let errs = churn_rounds(&gpu, &heap, 1 << 18, 42, 65536, 100, 25);
+    assert_eq!(errs, [0, 0, 0], "corrupted words, failed allocations, usable sizes");
     heap.trim().unwrap();
     let s = heap.stats().unwrap();
     assert_eq!(s.bytes_in_use, 0, "{s:?}");
@@ -176,7 +176,7 @@ fn gpu_churn_100_rounds_mixed_sizes() {
 }
 
 /// `rounds` + 1 launches of `vb_churn` over `n` threads (the last frees only), printing the
-/// heap's use every `report` rounds; returns (corrupted words, nulls).
+/// heap's use every `report` rounds; returns [corrupted words, nulls, usable-size errors].
 fn churn_rounds(
     gpu: &Gpu,
     heap: &Heap,
@@ -185,7 +185,7 @@ fn churn_rounds(
     max_size: u64,
     rounds: u64,
     report: u64,
-) -> (u64, u64) {
+) -> [u64; 3] {
     let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
     let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
     let errs = veballoc::zeroed_u64s(3).unwrap();
@@ -219,8 +219,8 @@ fn churn_rounds(
         }
     }
     gpu.sync().unwrap();
-    let [bad, nulls, _] = host(&errs)[..] else { unreachable!() };
-    (bad, nulls)
+    let [bad, nulls, usable] = host(&errs)[..] else { unreachable!() };
+    [bad, nulls, usable]
 }
 
 /// The heap's install-path profile, where the PTX has one (`scripts/ptx-variant.sh trace`,
@@ -566,9 +566,9 @@ fn gpu_churn_at_90_percent_full_1000_rounds() {
     // current blocks: the heap refuses more at about 70% of its bytes, with every segment in use.
     assert!(full.segments_in_use() * 10 >= segs * 9, "the filler holds at least 90% of the segments");
     let (n, rounds) = (scale(1 << 15), 1000u64);
-    let (bad, nulls) = churn_rounds(&gpu, &heap, n, 7, 65536, rounds, 200);
+    let [bad, nulls, usable] = churn_rounds(&gpu, &heap, n, 7, 65536, rounds, 200);
     println!("pressure: {nulls} requests got null (out of memory) over {rounds} rounds of {n} threads");
-    assert_eq!(bad, 0, "corrupted words");
+    assert_eq!((bad, usable), (0, 0), "corrupted words, usable sizes");
     let after = heap.stats().unwrap();
     assert_eq!(after.bytes_in_use, full.bytes_in_use, "the churn gave back all it took");
     free_all(&gpu, &heap, &filler);
@@ -823,38 +823,10 @@ fn gpu_small_size_burst_spread() {
 fn gpu_mixed_small_churn_keeps_usable_sizes() {
     let gpu = gpu();
     let heap = Heap::new(&gpu, 1 << 30).unwrap();
-    for (n, rounds) in [(1u64 << 20, 40u64), (1 << 16, 200)] {
-        let ptrs = veballoc::zeroed_u64s(n as usize).unwrap();
-        let sizes = DeviceBuffer::<u32>::zeroed(n as usize).unwrap();
-        let errs = veballoc::zeroed_u64s(3).unwrap();
-        let (arg, p, sz, e) = (
-            heap.arg(),
-            ptrs.as_device_ptr().as_raw(),
-            sizes.as_device_ptr().as_raw(),
-            errs.as_device_ptr().as_raw(),
-        );
-        for round in 0..=rounds {
-            let last = (round == rounds) as u32;
-            let seed = 12345u64;
-            // SAFETY: matches vb_churn_usable's signature in kernels/src/entry_bench.rs.
-            unsafe {
-                gpu.launch(
-                    "vb_churn_usable",
-                    n,
-                    BLOCK,
-                    veballoc::kernel_args![arg, p, sz, n, seed, round, last, e],
-                )
-                .unwrap()
-            };
-            if round % 10 == 0 {
-                let s = heap.stats().unwrap();
-                println!("n {n} round {round}: live_packed {} bytes {} ", s.live_packed, s.bytes_in_use);
-            }
-        }
-        gpu.sync().unwrap();
-        let errs = host(&errs);
+    for (n, rounds, report) in [(1u64 << 20, 40u64, 10u64), (1 << 16, 200, 50)] {
+        let errs = churn_rounds(&gpu, &heap, n, 12345, MIXED_PACKED_MAX_BYTES, rounds, report);
         println!("n {n}: bad words, nulls, usable errors = {errs:?}");
-        assert_eq!(errs, vec![0, 0, 0]);
+        assert_eq!(errs, [0, 0, 0]);
         heap.trim().unwrap();
         let s = heap.stats().unwrap();
         assert_eq!((s.bytes_in_use, s.live_packed, s.invalid_frees, s.double_frees), (0, 0, 0, 0), "{s:?}");

@@ -266,9 +266,13 @@ pub unsafe extern "ptx-kernel" fn vb_verify(
     }
 }
 
-/// One churn round: each thread checks and frees what it held, then (with probability 3/4)
-/// allocates a random size (1..4096, or about 1 in 20 up to max_size), fills it and keeps it. `last != 0`: free only.
-/// `errors` as in vb_verify.
+/// One churn round: each thread checks what it held (its usable size is still what it read
+/// at its allocation, and its whole usable size still holds its pattern, so no neighbour's
+/// bounds or bytes reach into it) and frees it, then (with probability 3/4, unless
+/// `last != 0`) allocates a random size, fills its whole usable size and keeps it. Sizes:
+/// with `max_size` above 4096, 1..=4096 or about one in 20 a whole block up to `max_size`;
+/// else 1..=`max_size` (up to 512, which `malloc` packs in mixed warps). `errors`: bad words,
+/// nulls, usable sizes changed or below the request (a review of r44's packed bounds).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn vb_churn(
     heap: DeviceHeap,
@@ -285,47 +289,56 @@ pub unsafe extern "ptx-kernel" fn vb_churn(
     if i >= n {
         return;
     }
-    // SAFETY: the host passes arrays of n elements and 3 error counters; ptrs[i] is null (the
-    // host's zeroed array) or thread i's own block of sizes[i] bytes from this heap's malloc
-    // (the previous round), which only this thread reads, frees once and forgets.
+    // SAFETY: the host passes arrays of n pointers and sizes (thread i owns entry i: null, the
+    // host's zeroed array, or its own live object of that usable size from this heap's malloc
+    // in the previous round, which only it reads, frees once and forgets) and 3 counters;
+    // every write stays within the object's usable size.
     unsafe {
+        let err = |k: usize, v: u64| count(errors, k, v);
         let slot = ptrs.add(i as usize);
         let p = *slot as *mut u32;
         if !p.is_null() {
-            let words = *sizes.add(i as usize) as u64 / 4;
-            let mut bad = 0;
-            for w in 0..words {
-                if p.add(w as usize).read() != pattern(i, round) {
-                    bad += 1;
-                }
+            let u = *sizes.add(i as usize) as u64;
+            if heap.usable_size(p as *const u8) != u {
+                err(2, 1);
             }
+            let bad = (0..u / 4).filter(|&w| p.add(w as usize).read() != pattern(i, round)).count();
             if bad != 0 {
-                count(errors, 0, bad);
+                err(0, bad as u64);
             }
             heap.free(p as *mut u8);
             *slot = 0;
         }
         let r = round_draw(seed, i, round);
         if last == 0 && r % 4 != 0 {
-            // About one request in 20 is for a whole block (up to max_size), the rest for slices.
-            let size = if r % 64 < 4 && max_size > 4096 {
-                4097 + (r >> 8) % (max_size - 4096)
+            let size = if max_size <= CHURN_SLICE_MAX {
+                1 + (r >> 8) % max_size
+            } else if r % 64 < 4 {
+                // About one request in 20 is for a whole block (up to max_size).
+                CHURN_SLICE_MAX + 1 + (r >> 8) % (max_size - CHURN_SLICE_MAX)
             } else {
-                1 + (r >> 8) % 4096
+                1 + (r >> 8) % CHURN_SLICE_MAX
             };
             let q = heap.malloc(size) as *mut u32;
             if q.is_null() {
-                count(errors, 1, 1);
+                err(1, 1);
             } else {
-                for w in 0..size / 4 {
+                let u = heap.usable_size(q as *const u8);
+                if u < size {
+                    err(2, 1);
+                }
+                for w in 0..u / 4 {
                     q.add(w as usize).write(pattern(i, round + 1));
                 }
                 *slot = q as u64;
-                *sizes.add(i as usize) = size as u32;
+                *sizes.add(i as usize) = u as u32;
             }
         }
     }
 }
+
+/// `vb_churn`'s largest slice request (4 KiB): above it, the requests for whole blocks.
+const CHURN_SLICE_MAX: u64 = 4096;
 
 /// calloc/realloc check: calloc(k, 8) must be zero; fill; realloc to 3x must keep it.
 /// `errors[0]` counts failures, `errors[1]` nulls.
@@ -676,71 +689,6 @@ pub unsafe extern "ptx-kernel" fn churn_round(
                 if size > crate::SEGMENT_BYTES {
                     c(churn_counter::RUNS).fetch_add_relaxed(1);
                 }
-            }
-        }
-    }
-}
-
-/// One round of a churn of mixed sizes 1..=512 (which `malloc` packs): thread i checks that
-/// its object's usable size is what it read when it allocated and that the whole usable size
-/// still holds its pattern, frees it, then (unless `last`) maybe allocates again and fills its
-/// whole usable size. `errors`: bad words, nulls, usable sizes changed or too small (a review
-/// of r44's packed bounds).
-#[no_mangle]
-pub unsafe extern "ptx-kernel" fn vb_churn_usable(
-    heap: DeviceHeap,
-    ptrs: *mut u64,
-    sizes: *mut u32,
-    n: u64,
-    seed: u64,
-    round: u64,
-    last: u32,
-    errors: *mut u64,
-) {
-    let i = arch::global_thread_x();
-    if i >= n {
-        return;
-    }
-    // SAFETY: the host passes arrays of n pointers and sizes (thread i owns entry i, null or
-    // its own live object of that usable size from this heap, freed once here) and 3
-    // counters; every write stays within the object's usable size.
-    unsafe {
-        let err = |k: usize, v: u64| count(errors, k, v);
-        let slot = ptrs.add(i as usize);
-        let p = *slot as *mut u32;
-        if !p.is_null() {
-            let u = *sizes.add(i as usize) as u64;
-            if heap.usable_size(p as *const u8) != u {
-                err(2, 1);
-            }
-            let mut bad = 0;
-            for w in 0..u / 4 {
-                if p.add(w as usize).read() != pattern(i, round) {
-                    bad += 1;
-                }
-            }
-            if bad != 0 {
-                err(0, bad);
-            }
-            heap.free(p as *mut u8);
-            *slot = 0;
-        }
-        let r = round_draw(seed, i, round);
-        if last == 0 && r % 4 != 0 {
-            let size = 1 + (r >> 8) % 512;
-            let q = heap.malloc(size) as *mut u32;
-            if q.is_null() {
-                err(1, 1);
-            } else {
-                let u = heap.usable_size(q as *const u8);
-                if u < size {
-                    err(2, 1);
-                }
-                for w in 0..u / 4 {
-                    q.add(w as usize).write(pattern(i, round + 1));
-                }
-                *slot = q as u64;
-                *sizes.add(i as usize) = u as u32;
             }
         }
     }
