@@ -229,6 +229,10 @@ const _: () = assert!(arch::WARP_SIZE < 1 << GOT2_BITS && NUM_CLASSES < 1 << (32
 /// the slack covers lanes joining a group late.
 pub const WARP_ROUNDS: u32 = 64;
 
+/// The match key of a lane that leaves `malloc_slice_in`'s rounds: its low byte (255) names no
+/// class or packed row (`class_key`), so the lane matches no lane that stays.
+const LEAVING_KEY: u64 = u64::MAX;
+
 /// The heap as a kernel sees it: a `Copy` handle passed by value as a kernel argument. It is
 /// `Copy` and `Clone` in device code only: on the host a copy could outlive a CPU heap's
 /// memory, so `cpu::CpuHeap::heap` lends it by reference.
@@ -527,7 +531,10 @@ impl DeviceHeap {
     /// address, is below 2^59 on every platform CUDA runs on (48- to 57-bit address spaces).
     #[inline(always)]
     fn class_key(&self, c: usize) -> u64 {
-        const _: () = assert!(NUM_CLASSES + PACKED_CLASSES.len() <= 256, "a row fits in the key's low byte");
+        const _: () = assert!(
+            NUM_CLASSES + PACKED_CLASSES.len() < 256,
+            "a row fits in the key's low byte, below LEAVING_KEY's"
+        );
         // `meta` is 8-aligned: its low three bits carry nothing.
         (self.meta >> 3) << 8 | c as u64
     }
@@ -606,23 +613,25 @@ impl DeviceHeap {
             // still here, regrouped.
             peers = self.class_peers(c).1;
         }
-        let mut rounds_left = WARP_ROUNDS;
-        loop {
+        for round in 0..WARP_ROUNDS {
             // SAFETY: every lane of `peers` wants class `c` of this heap (its match) and makes
             // this call next: the lanes of a match before the loop all take this path (the
-            // routing test is the same in each), and each round's lanes left unserved that
-            // stay match again below.
+            // routing test is the same in each), and each round's lanes left unserved match
+            // again below, those that stay by their class's key.
             if let Some(p) = unsafe { self.serve_group::<PARTIAL>(c, peers) } {
                 return p;
             }
-            rounds_left -= 1;
-            // A lane that gives up leaves before the match, not after: a group that named it
-            // would wait at shuffles it never reaches (a review of r45's first form).
-            if rounds_left == 0 {
-                return core::ptr::null_mut();
-            }
-            peers = self.class_peers(c).1;
+            // A lane on its last round matches under a key that no class has, so no group
+            // names it (it would wait at shuffles that the lane never reaches: a review of
+            // r45's first form), and leaves after the match. Leaving before the match, the
+            // lane's own exit, made 16..64 B 6-13% slower to allocate (ptxas saved more
+            // convergence-barrier state on the hot path; r46 `g/`, `h/`).
+            let key = if round + 1 == WARP_ROUNDS { LEAVING_KEY } else { self.class_key(c) };
+            // SAFETY: the mask is activemask's, the lanes that execute this call with this
+            // lane, and all of them reach the match (no branch between).
+            peers = unsafe { arch::match_any_sync_u64(arch::activemask(), key) };
         }
+        core::ptr::null_mut()
     }
 
     /// The lanes that run this code with this lane (`activemask`), and those of them that want
