@@ -52,8 +52,10 @@ macro_rules! gpu_atomic_impl {
             fn p(&self) -> u64 {
                 let g: u64;
                 // SAFETY: a conversion, which reads and writes nothing. Every word is in global
-                // memory: the only way to one on the GPU is `words`/`words32`/`word32` (or a
-                // reference into them), whose callers vouch for that (no `new` here).
+                // memory: there is no `new` on the GPU, so a word comes from `words`/`words32`/
+                // `word32` or an unsafe cast of an address, whose callers vouch for that (the
+                // heap's metadata: `DeviceHeap::from_raw_parts`' contract; the test kernels'
+                // counters: device buffers).
                 unsafe {
                     core::arch::asm!(
                         "cvta.to.global.u64 {g}, {p};",

@@ -38,8 +38,8 @@ impl<'a> HandOut<'a> {
     /// ```
     ///
     /// # Safety
-    /// `layout` is the header of a live heap's metadata, as the heap builds the view
-    /// (`DeviceHeap::hand_out`): the metadata follows it, with the bitmap
+    /// `layout` is the header of a live heap's metadata (in global memory), as the heap builds
+    /// the view (`DeviceHeap::hand_out`): the metadata follows it, with the bitmap
     /// (`layout.checks != 0`, else `bits_off` is 0 and its words are the header's), and `mem`
     /// is that heap's segment 0 (the conditions of [`crate::DeviceHeap::from_raw_parts`]).
     #[inline(always)]

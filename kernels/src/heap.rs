@@ -292,8 +292,10 @@ impl DeviceHeap {
     /// # Safety
     /// Every method of the handle (and of its copies) trusts these numbers: for as long as
     /// the handle or a copy of it is used,
-    /// - `meta` is the address of a heap's metadata, readable and writable (atomically) by
-    ///   every thread that uses the handle: `layout.meta_bytes` bytes, 8-aligned, starting
+    /// - `meta` is the address of a heap's metadata in global memory (not shared or local
+    ///   memory: on the GPU the atomics use the global state space, see `atomic::words`),
+    ///   readable and writable (atomically) by every thread that uses the handle:
+    ///   `layout.meta_bytes` bytes, 8-aligned, starting
     ///   with the header `layout.header_words()` of that heap's [`HeapLayout`], the rest zeroed
     ///   and then initialised with [`DeviceHeap::init_word`] for every word below
     ///   `layout.init_words()` before any other method is called (or the metadata of a heap

@@ -88,8 +88,8 @@ impl<'a> Segments<'a> {
     /// ```
     ///
     /// # Safety
-    /// `layout` is the header of a live heap's metadata, as the heap builds the view
-    /// (`DeviceHeap::segments`): the rest of that metadata follows it, and `mem` is that
+    /// `layout` is the header of a live heap's metadata (in global memory), as the heap builds
+    /// the view (`DeviceHeap::segments`): the rest of that metadata follows it, and `mem` is that
     /// heap's segment 0 (the conditions of [`crate::DeviceHeap::from_raw_parts`]), for as long
     /// as the view or anything built on it (`Blocks`, `Slots`) is used. The view's methods
     /// write the metadata at offsets the layout gives and hand out segment memory.
