@@ -628,10 +628,8 @@ impl DeviceHeap {
             // r45's first form), and leaves after the match. Leaving before the match, the
             // lane's own exit, made 16..64 B 6-13% slower to allocate (ptxas saved more
             // convergence-barrier state on the hot path; r46 `g/`, `h/`).
-            let key = if round + 1 == WARP_ROUNDS { LEAVING_KEY } else { self.class_key(c) };
-            // SAFETY: the mask is activemask's, the lanes that execute this call with this
-            // lane, and all of them reach the match (no branch between).
-            peers = unsafe { arch::match_any_sync_u64(arch::activemask(), key) };
+            peers =
+                Self::peers_by_key(if round + 1 == WARP_ROUNDS { LEAVING_KEY } else { self.class_key(c) }).1;
         }
         core::ptr::null_mut()
     }
@@ -640,10 +638,17 @@ impl DeviceHeap {
     /// class `c` of this heap.
     #[inline(always)]
     fn class_peers(&self, c: usize) -> (u32, u32) {
+        Self::peers_by_key(self.class_key(c))
+    }
+
+    /// The lanes that run this code with this lane (`activemask`), and those of them whose
+    /// `key` is this lane's.
+    #[inline(always)]
+    fn peers_by_key(key: u64) -> (u32, u32) {
         let active = arch::activemask();
         // SAFETY: the mask is activemask's, the lanes that execute this call with this lane,
         // and all of them reach the match (no branch between).
-        (active, unsafe { arch::match_any_sync_u64(active, self.class_key(c)) })
+        (active, unsafe { arch::match_any_sync_u64(active, key) })
     }
 
     /// One round for the group `peers` (lanes that all want class `c`): its leader takes
