@@ -10,19 +10,19 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::cpu::CpuHeap;
-use veballoc::kernels::heap::{boot_groups, BOOT_GROUPS, BOOT_SEGMENTS_PER_GROUP, BOOT_SLOT_CLASS};
+use veballoc::kernels::heap::{
+    boot_groups, BOOT_GROUPS, BOOT_ORDER, BOOT_SEGMENTS_PER_GROUP, BOOT_SLOT_CLASS,
+};
 use veballoc::kernels::{DeviceHeap, SEGMENT_BYTES};
 
 use common::{assert_empty, check, fill, mark_taken};
 
 const MIB: u64 = 1 << 20;
 
-/// What a new GPU heap's boot kernels do (`veballoc_boot`: the groups in order; then
+/// What a new GPU heap's boot kernels do (`veballoc_boot`: the groups in `BOOT_ORDER`; then
 /// `veballoc_boot_slots`: a thread per slot); returns how many slots got a block.
 fn boot(h: &DeviceHeap) -> u64 {
-    for g in 0..BOOT_GROUPS {
-        h.boot(g);
-    }
+    h.boot_all();
     (0..h.layout().shards as u64).filter(|&i| h.boot_slot(i)).count() as u64
 }
 
@@ -118,7 +118,7 @@ fn the_boot_slots_group_keeps_its_second_segment() {
     assert_empty(h);
 }
 
-/// The booted segment after a group's goes back to the segment tree at the claim that leaves
+/// The booted segment after a group's (the next group in `BOOT_ORDER`) goes back to the segment tree at the claim that leaves
 /// half of the group's last booted segment out (`TAKE_BACK_FROM`); a group's own second
 /// booted segment stays its own (24 B: group 0, and 64 B: `BOOT_TWICE_GROUP`, two booted
 /// segments each; 100 B: group 3, one). Each take here uses up a whole block.
@@ -134,11 +134,11 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
     for size in [24u64, 64, 100] {
         let cpu = CpuHeap::new(segments, 1);
         let h = cpu.heap();
-        for g in 0..BOOT_GROUPS {
-            assert!(h.boot(g), "group {g}");
-        }
+        assert!(h.boot_all());
         let c = class_of(size);
         let g = group_of(c);
+        // The group booted right after this one: its segment is the next.
+        let next = BOOT_ORDER[BOOT_ORDER.iter().position(|&x| x == g).unwrap() + 1];
         let bps = group_blocks_per_segment(g) as u64;
         let booted = boot_segments(g, segments) as u64;
         assert_eq!(booted, if g == 0 || g == BOOT_TWICE_GROUP { 2 } else { 1 }, "{size} B");
@@ -154,7 +154,7 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
             let s = h.validate().expect("heap consistent");
             assert!(s.slice_blocks[c] <= booted * bps, "{size} B: no take-back in its segments: {s:?}");
             assert_eq!(s.segments_per_group[g], booted, "{size} B: its own booted segments kept: {s:?}");
-            if s.segments_per_group[g + 1] == 0 {
+            if s.segments_per_group[next] < boot_segments(next, segments) as u64 {
                 at = Some(s.slice_blocks[c]);
             }
         }

@@ -7,8 +7,9 @@
 
 use veballoc::kernels::arch::set_host_thread_index;
 use veballoc::kernels::block::{
-    block_bytes, class_of, group_block_bytes, slice_bytes, slices_per_block, NUM_CLASSES, NUM_GROUPS,
+    block_bytes, class_of, group_block_bytes, slice_bytes, slices_per_block, NUM_GROUPS,
 };
+use veballoc::kernels::class::TABLE_CLASSES;
 use veballoc::kernels::cpu::CpuHeap;
 use veballoc::kernels::diag::Occupancy;
 use veballoc::kernels::harness::{churn_law, churn_size, round_draw, PROB_MASK, PROB_ONE};
@@ -176,7 +177,7 @@ fn print_first_null(tag: &str, r: &ChurnRun, cap: u64) {
     );
     println!(" class   slice | cur blk  cur MiB cur live unhanded | ret blk  ret MiB ret live (of slices/blk) | live MiB");
     let (mut cur, mut ret, mut live) = (0, 0, 0);
-    for c in 0..NUM_CLASSES {
+    for c in 0..TABLE_CLASSES {
         let k = &o.classes[c];
         if k.current_blocks + k.retired_blocks == 0 {
             continue;
@@ -275,7 +276,7 @@ fn current_blocks_of_every_class_and_shard_pin_at_most_an_eighth_of_the_heap() {
         }
     }
     let o = h.occupancy();
-    let pinned: u64 = (0..NUM_CLASSES).map(|c| o.current_bytes(c)).sum();
+    let pinned: u64 = (0..TABLE_CLASSES).map(|c| o.current_bytes(c)).sum();
     assert!(
         pinned <= h.capacity() >> PIN_SHIFT,
         "current blocks pin {} MiB of {} MiB",

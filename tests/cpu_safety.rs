@@ -244,6 +244,39 @@ fn packed_sizes_are_exact_after_the_block_served_others() {
     }
 }
 
+/// The 16-byte band packs into blocks of its own geometry (`class::PACKED16_CLASS`): 8192
+/// units in 128 KiB, half the installs of class 16 B's 64 KiB blocks. Its objects' bounds
+/// span the bits of the block's two 64 KiB units, so an object across the middle (units
+/// 4095..4097) keeps its size, as every other does.
+#[test]
+fn the_16_byte_band_packs_128_kib_blocks() {
+    let cpu = CpuHeap::new(4, 1);
+    let h = cpu.heap();
+    // 86 warps of 32 x 48 B (three units each): 85 fill 8160 of a block's 8192 units, the
+    // 86th's first ten lanes the rest but two, its other lanes a second block.
+    let ptrs: Vec<*mut u8> = (0..86).flat_map(|_| cpu.warp_malloc_packed(&[48; 32])).collect();
+    let in_first = (8192 / 3) as usize;
+    for (i, &p) in ptrs.iter().enumerate() {
+        assert!(!p.is_null(), "object {i}");
+        assert_eq!(h.usable_size(p), 48, "object {i}");
+        if i < in_first {
+            assert_eq!(p as u64, ptrs[0] as u64 + 48 * i as u64, "object {i} in the first block, in order");
+        }
+        fill(p, 48, i as u64);
+    }
+    assert!(ptrs[in_first - 1] as u64 - ptrs[0] as u64 > 64 << 10, "the first block is larger than 64 KiB");
+    let s = stats(h);
+    assert_eq!(s.packed_blocks, 2, "two blocks of 8192 units: {s:?}");
+    assert_eq!(s.live_packed, ptrs.len() as u64, "{s:?}");
+    for (i, &p) in ptrs.iter().enumerate() {
+        check(p, 48, i as u64);
+        // SAFETY: each p came from the warp_malloc_packed above, freed once.
+        unsafe { h.free(p) };
+    }
+    assert_eq!(bad_frees(h), 0);
+    assert_empty(h);
+}
+
 /// A warp of mixed sizes, all up to `MIXED_PACKED_MAX_BYTES`, packs them (one current block
 /// for all), each rounded by its own size; a warp with a larger request, or of one size,
 /// keeps its classes' slices for every lane. Sizes and `realloc` work for all.

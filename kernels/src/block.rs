@@ -14,7 +14,7 @@ use crate::atomic::{Atom32, Atom64};
 use crate::class::{is_mask_class, MASK_CLASS0};
 use crate::layout::{
     blocks_off, bounds_off, masks_off, unit_kinds_off, HeapLayout, BIT_WORD_BITS, BLOCK_MASK_BYTES,
-    BLOCK_META_BYTES, BOUND_WORDS_PER_BLOCK, FORMAT_WORDS_PER_GROUP, UNITS_PER_SEGMENT,
+    BLOCK_META_BYTES, BOUND_WORDS_PER_UNIT, FORMAT_WORDS_PER_GROUP, UNITS_PER_SEGMENT,
 };
 use crate::segment::{seg_kind, SegFlags, SegKind, Segments, OUT_COUNT_MASK, RECLAIMING, RECLAIM_RETRIES};
 
@@ -668,30 +668,35 @@ impl<'a> Blocks<'a> {
         self.segs.layout()
     }
 
-    /// Word `w` (below `BOUND_WORDS_PER_BLOCK`) of block `local`'s object-bound bitmap, in a
-    /// heap of `count` segments (the layout's: callers pass the handle's, as for
-    /// `block_meta_in`). Read only where the block is packed; its bits elsewhere are stale.
+    /// Word `w` of the object-bound bitmap of the block whose first 64 KiB unit is `unit` of
+    /// segment `seg` (`w` below `BOUND_WORDS_PER_UNIT` times the block's units: a block's
+    /// bits are its units', one after another), in a heap of `count` segments (the layout's:
+    /// callers pass the handle's, as for `block_meta_in`). Read only where the block is
+    /// packed; its bits elsewhere are stale.
     #[inline(always)]
-    pub(crate) fn bound_word_in(&self, count: u32, seg: u32, local: u32, w: u32) -> &'a Atom64 {
-        debug_assert!(count == self.segs.count() && (w as u64) < BOUND_WORDS_PER_BLOCK);
-        let i = block_slot(seg, local) * BOUND_WORDS_PER_BLOCK + w as u64;
+    pub(crate) fn bound_word_in(&self, count: u32, seg: u32, unit: u32, w: u32) -> &'a Atom64 {
+        let in_seg = unit as u64 * BOUND_WORDS_PER_UNIT + w as u64;
+        debug_assert!(count == self.segs.count() && in_seg < UNITS_PER_SEGMENT * BOUND_WORDS_PER_UNIT);
+        let i = seg as u64 * UNITS_PER_SEGMENT * BOUND_WORDS_PER_UNIT + in_seg;
         let addr = self.segs.meta() + bounds_off(count) + i * 8;
-        // SAFETY: `bounds_off(count)` lays out `count * MAX_BLOCKS_PER_SEGMENT *
-        // BOUND_WORDS_PER_BLOCK` 8-byte words in the metadata buffer, which lives as long as
-        // the heap, for `count` the layout's segment count (as in `block_meta_in`); the block
-        // slot is below `count * MAX_BLOCKS_PER_SEGMENT` and `w` below `BOUND_WORDS_PER_BLOCK`.
+        // SAFETY: `bounds_off(count)` lays out `count * UNITS_PER_SEGMENT *
+        // BOUND_WORDS_PER_UNIT` 8-byte words in the metadata buffer, which lives as long as
+        // the heap, for `count` the layout's segment count (as in `block_meta_in`); `seg` is
+        // below `count` and the word's place in its segment below `UNITS_PER_SEGMENT *
+        // BOUND_WORDS_PER_UNIT` (the block's bits lie within its segment's).
         unsafe { &crate::atomic::words(addr, 1)[0] }
     }
 
-    /// Makes bits `mask` of word `w` of block `local`'s bound bitmap equal to `value` (a
+    /// Makes bits `mask` of word `w` of the bound bitmap of the block at 64 KiB unit `unit`
+    /// (see `bound_word_in`) equal to `value` (a
     /// subset of `mask`), leaving its other bits: a store where `mask` is the whole word (the
     /// caller's take holds all of its units: the only other writer is the next take, whose
     /// first start may be this word's last bit, the caller's fence, which both set), else two
     /// RMWs.
     #[inline(always)]
-    pub(crate) fn write_bounds(&self, count: u32, seg: u32, local: u32, w: u32, mask: u64, value: u64) {
+    pub(crate) fn write_bounds(&self, count: u32, seg: u32, unit: u32, w: u32, mask: u64, value: u64) {
         debug_assert!(value & !mask == 0);
-        let word = self.bound_word_in(count, seg, local, w);
+        let word = self.bound_word_in(count, seg, unit, w);
         // Relaxed, for every write here: the objects' lanes read these bits in `usable_size`
         // after the writer's warp barrier (`mark_packed_run`) or, on the host, in program
         // order, and any other thread only after it got a pointer from them, which carries the
@@ -714,7 +719,8 @@ impl<'a> Blocks<'a> {
         }
     }
 
-    /// Units of the packed object that starts at unit `u` of block `local` (of `per` units):
+    /// Units of the packed object that starts at unit `u` of the block at 64 KiB unit `unit`
+    /// of segment `seg` (of `per` units, at most its bound bits, see `bound_word_in`):
     /// from its bit to the next set bit, or to the block's end; `None` where bit `u` is clear
     /// (no object starts there) or no end lies within `max` units (no live object starts
     /// there: `DeviceHeap::mark_packed_run` set one).
@@ -723,7 +729,7 @@ impl<'a> Blocks<'a> {
         &self,
         count: u32,
         seg: u32,
-        local: u32,
+        unit: u32,
         u: u32,
         per: u32,
         max: u32,
@@ -731,7 +737,7 @@ impl<'a> Blocks<'a> {
         let bits = BIT_WORD_BITS as u32;
         // Relaxed: the caller's object was marked before its pointer reached the caller (see
         // `DeviceHeap::mark_packed_run`); bits set since by other objects lie outside it.
-        let first = self.bound_word_in(count, seg, local, u / bits).load_relaxed();
+        let first = self.bound_word_in(count, seg, unit, u / bits).load_relaxed();
         if first >> (u % bits) & 1 == 0 {
             return None;
         }
@@ -744,12 +750,12 @@ impl<'a> Blocks<'a> {
                 return (end <= limit).then_some(end - u);
             }
             w += 1;
-            if w * bits > limit || w as u64 >= BOUND_WORDS_PER_BLOCK {
+            if w * bits > limit || w * bits >= per {
                 // No bit up to the limit: the object ends the block if the block ends there.
                 return (limit == per).then_some(per - u);
             }
             // Relaxed: as above.
-            word = self.bound_word_in(count, seg, local, w).load_relaxed();
+            word = self.bound_word_in(count, seg, unit, w).load_relaxed();
         }
     }
 
@@ -1302,8 +1308,8 @@ impl<'a> Blocks<'a> {
     /// back the booted segment right after it, or if another group keeps that one, the one
     /// right before it, if no block of it is out (its group has not used it), so that the group's
     /// next format gets it (the lowest free segment then) and its segments stay side by side.
-    /// A boot formats the groups in order on the lowest segments (group 0 on segments 0 and
-    /// 1, group 1 on 2, ...): without this, a class that outgrew its booted segment went on
+    /// A boot formats the groups in `heap::BOOT_ORDER` on the lowest segments (group 0 on
+    /// segments 0 and 1, group 2 on 2 and 3, ...): without this, a class that outgrew its booted segment went on
     /// past every booted segment (range / live of 2^20 x 16 B 5.75 against 1.69 without the
     /// boot, NOTES r28), which kept the boot off by default. The one before: a class whose
     /// next booted segment another group keeps grows into the unused one below its own

@@ -262,15 +262,39 @@ struct ClassInfo {
     group: u8,
 }
 
-/// One entry per class (see [`ClassInfo`]).
-const CLASS_TABLE: [ClassInfo; NUM_CLASSES] = {
-    let mut t = [ClassInfo { magic: 0, slice_bytes: 0, per_block: 0, shift: 0, group: 0 }; NUM_CLASSES];
-    let mut c = 0;
-    while c < NUM_CLASSES {
+/// The class-table entries past the request classes: geometries that only packed rows use
+/// (`PACKED_CLASSES`), as `(slice bytes, log2 of the block)`. One: 16-byte units in 128 KiB
+/// blocks (group 1), so that the 16-byte packed row, which serves every mixed warp's requests
+/// up to 256 B, installs half as many blocks as with class 16 B's 64 KiB (a burst of 2^20
+/// mixed requests up to 32 B installed 567 blocks, 4.3 a multiprocessor one after another,
+/// about 7 us of claim each; NOTES r46). `class_of` never returns them, and no class row
+/// has them.
+const PACKED_ONLY: [(u64, u32); 1] = [(16, MIN_BLOCK_SHIFT + 1)];
+/// Entries of the class table: the `NUM_CLASSES` request classes, then `PACKED_ONLY`'s.
+/// Kind words name any of them (a packed block's names its row's class).
+pub const TABLE_CLASSES: usize = NUM_CLASSES + PACKED_ONLY.len();
+/// The packed-only class of 16-byte units in 128 KiB blocks (`PACKED_ONLY`'s first).
+pub const PACKED16_CLASS: usize = NUM_CLASSES;
+
+/// Mantissa, exponent and log2 of the block of class-table entry `c` (see `TABLE_CLASSES`).
+const fn table_geometry(c: usize) -> (u32, u32, u32) {
+    if c < NUM_CLASSES {
         let (m, e) = mant_exp(c);
+        (m, e, block_shift_for(derive_slice_bytes(c)))
+    } else {
+        let (s, shift) = PACKED_ONLY[c - NUM_CLASSES];
+        (1, s.trailing_zeros(), shift)
+    }
+}
+
+/// One entry per class-table entry (see [`ClassInfo`], `TABLE_CLASSES`).
+const CLASS_TABLE: [ClassInfo; TABLE_CLASSES] = {
+    let mut t = [ClassInfo { magic: 0, slice_bytes: 0, per_block: 0, shift: 0, group: 0 }; TABLE_CLASSES];
+    let mut c = 0;
+    while c < TABLE_CLASSES {
+        let (m, e, shift) = table_geometry(c);
         let d = Divisor::new(m, e);
-        let s = derive_slice_bytes(c);
-        let shift = block_shift_for(s);
+        let s = (m as u64) << e;
         let per = d.div(1 << shift);
         assert!(s <= u32::MAX as u64 && per <= u16::MAX as u64 && d.shift <= u8::MAX as u32);
         t[c] = ClassInfo {
@@ -347,11 +371,12 @@ pub const fn slices_per_block(c: usize) -> u32 {
     CLASS_TABLE[c].per_block as u32
 }
 
-/// `ceil(2^32 / slices_per_block(c))` for every class: `div_per_block` multiplies by it.
-const PER_BLOCK_RECIPROCALS: [u64; NUM_CLASSES] = {
-    let mut t = [0u64; NUM_CLASSES];
+/// `ceil(2^32 / slices_per_block(c))` for every class-table entry: `div_per_block` multiplies
+/// by it.
+const PER_BLOCK_RECIPROCALS: [u64; TABLE_CLASSES] = {
+    let mut t = [0u64; TABLE_CLASSES];
     let mut c = 0;
-    while c < NUM_CLASSES {
+    while c < TABLE_CLASSES {
         t[c] = (1u64 << 32).div_ceil(slices_per_block(c) as u64);
         c += 1;
     }
@@ -492,6 +517,16 @@ const fn check_table() {
         assert!(n as u64 * group_block_bytes(g) == SEGMENT_BYTES);
         g += 1;
     }
+    // The packed-only entries: powers of two (packed units are shifts), within a group's
+    // block size, and as many units a block as a block has 16-byte bound bits
+    // (`layout::BOUND_BITS_PER_UNIT` per 64 KiB).
+    while c < TABLE_CLASSES {
+        let s = slice_bytes(c);
+        assert!(s.is_power_of_two() && s >= 1 << MIN_SLICE_SHIFT && slice_divisor(c).value() == s);
+        assert!(group_of(c) < NUM_GROUPS && slices_per_block(c) as u64 == block_bytes(c) / s);
+        assert!(slices_per_block(c) <= MAX_SLICES_PER_BLOCK);
+        c += 1;
+    }
     assert!(slice_bytes(NUM_CLASSES - 1) == MAX_CLASS_BYTES);
     assert!(group_blocks_per_segment(0) == MAX_BLOCKS_PER_SEGMENT);
     // Runs: 256 KiB blocks tile a segment, and a run of them is less than 256 KiB over its
@@ -502,9 +537,10 @@ const _: () = check_table();
 const _: () = assert!(RUN_BLOCK_BYTES * 4 <= MAX_SLICE_BYTES, "runs of blocks are within 25%");
 
 /// Classes whose blocks serve packed allocations (`malloc_packed`), one slot row each: their
-/// slice size is the packing unit (16, 64 or 256 bytes), picked per warp by how much the warp
-/// asks for, so that a block serves many warps whatever their sizes.
-pub const PACKED_CLASSES: [usize; 3] = [class_of(16), class_of(64), class_of(256)];
+/// slice size is the packing unit (16, 64 or 256 bytes) of a request's band
+/// (`heap::packed_band`), and a block serves many warps whatever their sizes. The 16-byte
+/// band's is the packed-only `PACKED16_CLASS` (128 KiB blocks, not class 16 B's 64 KiB).
+pub const PACKED_CLASSES: [usize; 3] = [PACKED16_CLASS, class_of(64), class_of(256)];
 
 /// Most slices a block of a "mask class" holds: one bit each in a 64-bit free mask.
 pub const MASK_MAX_SLICES: u32 = 64;
@@ -517,7 +553,8 @@ pub const MASK_MAX_SLICES: u32 = 64;
 /// times their live bytes on the CPU model, NOTES r30).
 #[inline(always)]
 pub const fn is_mask_class(c: usize) -> bool {
-    c >= MASK_CLASS0
+    // Not the packed-only entries past the request classes (`TABLE_CLASSES`).
+    c >= MASK_CLASS0 && c < NUM_CLASSES
 }
 
 /// The first mask class (see `is_mask_class`): every class from it up has at most

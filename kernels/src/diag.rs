@@ -8,8 +8,9 @@ extern crate std;
 
 use crate::block::{
     gid_of, group_block_bytes, group_blocks_per_segment, group_of, kind_parts, slice_bytes, slices_per_block,
-    KIND_FREE, KIND_PACKED, KIND_SLICES, NUM_CLASSES, NUM_GROUPS,
+    KIND_FREE, KIND_PACKED, KIND_SLICES, NUM_GROUPS,
 };
+use crate::class::TABLE_CLASSES;
 use crate::heap::DeviceHeap;
 use crate::segment::{seg_kind, SegKind};
 
@@ -46,7 +47,9 @@ pub struct GroupOccupancy {
 /// What the heap's memory holds, from one walk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Occupancy {
-    pub classes: [ClassOccupancy; NUM_CLASSES],
+    /// Per class-table entry (`class::TABLE_CLASSES`: the request classes, then the
+    /// packed-only ones, whose blocks only packed rows hold).
+    pub classes: [ClassOccupancy; TABLE_CLASSES],
     pub groups: [GroupOccupancy; NUM_GROUPS],
     /// Segments in the segment tree.
     pub free_segments: u64,
@@ -57,7 +60,7 @@ pub struct Occupancy {
 impl Default for Occupancy {
     fn default() -> Self {
         Self {
-            classes: [ClassOccupancy::default(); NUM_CLASSES],
+            classes: [ClassOccupancy::default(); TABLE_CLASSES],
             groups: [GroupOccupancy::default(); NUM_GROUPS],
             free_segments: 0,
             longest_free_run: 0,
@@ -145,7 +148,7 @@ impl DeviceHeap {
                     go.parked_blocks += 1;
                     continue;
                 }
-                if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES {
+                if !matches!(k, KIND_SLICES | KIND_PACKED) || c >= TABLE_CLASSES {
                     go.whole_blocks += 1;
                     continue;
                 }

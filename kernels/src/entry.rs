@@ -20,15 +20,13 @@ pub unsafe extern "ptx-kernel" fn veballoc_init(heap: DeviceHeap) {
     }
 }
 
-/// The boot of a new heap (see `DeviceHeap::boot`, `Heap::boot`): one thread formats ahead
-/// for the groups in order, so that group `g` gets the `g`-th lowest free segment (see
-/// `Blocks::take_back_after`).
+/// The boot of a new heap (see `DeviceHeap::boot_all`, `Heap::boot`): one thread formats
+/// ahead for the groups in `heap::BOOT_ORDER`, so that they get the lowest free segments in
+/// that order (see `Blocks::take_back_after`).
 #[no_mangle]
 pub unsafe extern "ptx-kernel" fn veballoc_boot(heap: DeviceHeap) {
     if arch::global_thread_x() == 0 {
-        for g in 0..crate::heap::BOOT_GROUPS {
-            heap.boot(g);
-        }
+        heap.boot_all();
     }
 }
 

@@ -14,7 +14,7 @@ use crate::block::{
 use crate::check::HandOut;
 use crate::class::{
     align_of_request, block_bytes, block_run_len, class_of, is_mask_class, is_narrow_odd, slice_divisor,
-    warp_class, MIN_BLOCK_SHIFT, RUN_GROUPS, UNIT_RUN_GROUP,
+    warp_class, MIN_BLOCK_SHIFT, RUN_GROUPS, TABLE_CLASSES, UNIT_RUN_GROUP,
 };
 use crate::segment::{seg_kind, SegKind, Segments};
 use crate::slice::{packed_row, Slots, Taken, PACKED_CLASSES};
@@ -171,6 +171,29 @@ pub fn slice_at(c: usize, in_block: u64) -> (u64, bool) {
 /// Groups that a boot formats a segment ahead for (`DeviceHeap::boot`): those of 64 KiB ..
 /// 1 MiB blocks, the classes from 16 B to 256 KiB.
 pub const BOOT_GROUPS: usize = 5;
+/// The order in which a boot formats its groups' segments ahead (`DeviceHeap::boot_all`), so
+/// that the lowest segments go to group 0 (two), then groups 2, 3 and 4, and group 1 last: the
+/// group of 32 B and of the 16-byte packed band (`class::PACKED16_CLASS`), which serves every
+/// warp of mixed sizes up to 256 B, grows from its booted segment into the fresh ones right
+/// after it. Second, as the groups' own order put it, it grew through the other groups' booted
+/// segments by take-backs (`Blocks::take_back_after`) that came after its formats (its
+/// bursts install a block on every multiprocessor at once, more than its segment's 128):
+/// mixed sizes up to 64 B spanned 2.40-2.55 times their live bytes, last 1.32 (H200, NOTES
+/// r47 `b/`-`e/`). Its cost: a burst of 48 B, group 2's, takes group 1's booted segment back
+/// as its fourth and allocates 8-10% slower at 2^20 threads (a probe that kept that segment
+/// from the other groups brought 48 B back and left 64 B at 1.39 times its live bytes, r47
+/// `g/`). A heap that boots fewer groups (`boot_groups`) boots the lowest ones, in this order.
+pub const BOOT_ORDER: [usize; BOOT_GROUPS] = [0, 2, 3, 4, 1];
+const _: () = {
+    let mut seen = [false; BOOT_GROUPS];
+    let mut i = 0;
+    while i < BOOT_GROUPS {
+        assert!(BOOT_ORDER[i] < BOOT_GROUPS && !seen[BOOT_ORDER[i]], "every group to boot once");
+        seen[BOOT_ORDER[i]] = true;
+        i += 1;
+    }
+    assert!(BOOT_ORDER[0] == group_of(BOOT_SLOT_CLASS), "the boot slots' group on the lowest segments");
+};
 /// Segments of heap per group formatted ahead: a heap of fewer than `BOOT_GROUPS` times this
 /// many formats fewer groups ahead (none under this many), so that at most 1/16 of it is
 /// (5/48 with the second segments of `boot_segments`).
@@ -1153,6 +1176,8 @@ impl DeviceHeap {
     unsafe fn mark_packed_run(&self, served: u32, base: u64, p: u64, c: usize, units: u32) {
         const BITS: u32 = crate::layout::BIT_WORD_BITS as u32;
         let (seg, local) = self.block_of(p, c);
+        // The block's first 64 KiB unit: its bound bits start there (`Blocks::bound_word_in`).
+        let unit = local << group_of(c);
         // A unit's index in its block (packed units are powers of two: a shift).
         let unit_in_block = |addr: u64| {
             (((addr - self.mem) & (group_block_bytes(group_of(c)) - 1)) >> slice_bytes(c).trailing_zeros())
@@ -1184,14 +1209,14 @@ impl DeviceHeap {
             // the word's end, or the block's).
             let from = r0.max(w * BITS) % BITS;
             let to = end.min(per - 1).min(w * BITS + BITS - 1) % BITS;
-            self.blocks().write_bounds(count, seg, local, w, bits_between(from, to + 1), value);
+            self.blocks().write_bounds(count, seg, unit, w, bits_between(from, to + 1), value);
         }
         if me_last && end < per && end / BITS != w {
             let fw = end / BITS;
             self.blocks().write_bounds(
                 count,
                 seg,
-                local,
+                unit,
                 fw,
                 bits_between(0, end % BITS + 1),
                 1 << (end % BITS),
@@ -1418,7 +1443,7 @@ impl DeviceHeap {
             // blocks of another group, past the block and the segment (review of r30,
             // reproduced on the CPU model); with the check, a stray free stays within its
             // block, as before.
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
+            (KIND_SLICES | KIND_PACKED, c) if c < TABLE_CLASSES => {
                 self.free_slice::<false>(seg, local, g, c, in_block, p)
             }
             // Whole blocks, parked blocks, run tails: from the block's own kind word.
@@ -1467,7 +1492,7 @@ impl DeviceHeap {
         match kind_parts(self.blocks().block_meta(seg, local).kind.load_relaxed()) {
             // The group check is free_slice's (from the word: a class of another group is
             // counted as invalid).
-            (KIND_SLICES | KIND_PACKED, c) if c < NUM_CLASSES => {
+            (KIND_SLICES | KIND_PACKED, c) if c < TABLE_CLASSES => {
                 self.free_slice::<true>(seg, local, g, c, in_block, p)
             }
             // The start of a run of whole blocks (or its second free).
@@ -1567,15 +1592,16 @@ impl DeviceHeap {
                         slice_bytes(c)
                     }
                     // A packed object: its bounds (`mark_packed_run`), where one starts.
-                    (KIND_PACKED, c) if c < NUM_CLASSES && group_of(c) == g => {
+                    (KIND_PACKED, c) if c < TABLE_CLASSES && group_of(c) == g => {
                         let unit_shift = slice_bytes(c).trailing_zeros();
                         if in_block & (slice_bytes(c) - 1) != 0 {
                             return 0;
                         }
-                        let local = (in_seg >> group_block_shift(g)) as u32;
+                        // The block's first 64 KiB unit (its bound bits start there).
+                        let first = ((in_seg >> group_block_shift(g)) << g) as u32;
                         let u = (in_block >> unit_shift) as u32;
                         let (per, max) = (slices_per_block(c), PACKED_MAX_UNITS as u32);
-                        match self.blocks().object_units(self.num_segments as u32, seg, local, u, per, max) {
+                        match self.blocks().object_units(self.num_segments as u32, seg, first, u, per, max) {
                             Some(k) => (k as u64) << unit_shift,
                             None => 0,
                         }
@@ -1711,11 +1737,10 @@ impl DeviceHeap {
         unsafe { self.segments().reacquire_segment(seg) }
     }
 
-    /// The boot of a new heap (`veballoc_boot`, the groups in order; the host's `Heap::boot`,
-    /// which every new heap runs): formats one segment ahead for group `g` (see
-    /// `Blocks::preformat`; two for the 16-byte class's group and for 48-64 B, see
-    /// `boot_segments`) if
-    /// `g < boot_groups(..)` and its tree has no free block, so that the first mallocs of a
+    /// The boot of a new heap (`veballoc_boot`: `boot_all`, the groups in `BOOT_ORDER`; the
+    /// host's `Heap::boot`, which every new heap runs): formats one segment ahead for group
+    /// `g` (see `Blocks::preformat`; two for the 16-byte class's group and for 48-64 B, see
+    /// `boot_segments`) if `g < boot_groups(..)` and its tree has no free block, so that the first mallocs of a
     /// kernel on a new heap take blocks from the tree rather than wait for a format. A class
     /// that outgrows its booted segments goes on in the next booted segment if that one's
     /// group has not used it (`Blocks::take_back_after`): without that, past the other
@@ -1726,6 +1751,12 @@ impl DeviceHeap {
     pub fn boot(&self, g: usize) -> bool {
         let segments = boot_segments(g, self.layout().num_segments);
         segments > 0 && self.blocks().preformat(g, segments)
+    }
+
+    /// `boot` of every group, in `BOOT_ORDER` (what `veballoc_boot` runs on a new heap, on
+    /// one thread); true if any group formatted a segment.
+    pub fn boot_all(&self) -> bool {
+        BOOT_ORDER.iter().fold(false, |any, &g| self.boot(g) | any)
     }
 
     /// The boot's second step (`veballoc_boot_slots`, one thread per slot, after `boot`):

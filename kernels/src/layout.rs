@@ -4,9 +4,9 @@
 //! offsets from it, and it names none of them.
 
 use crate::class::{
-    group_block_bytes, group_of, slices_per_block, BLOCK_TARGET_BYTES, FINE_CLASS0, MASK_CLASSES,
-    MAX_BLOCKS_PER_SEGMENT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS, PACKED_CLASSES,
-    PARTIAL_IDS_PER_SEGMENT, RUN_GROUPS,
+    class_of, group_block_bytes, group_of, slice_bytes, slices_per_block, BLOCK_TARGET_BYTES, FINE_CLASS0,
+    MASK_CLASSES, MAX_BLOCKS_PER_SEGMENT, MIN_BLOCK_SHIFT, MIN_SLICE_SHIFT, NUM_CLASSES, NUM_GROUPS,
+    PACKED_CLASSES, PARTIAL_IDS_PER_SEGMENT, RUN_GROUPS,
 };
 use crate::veb::VebLayout;
 use crate::{SEGMENT_BYTES, SEGMENT_SHIFT};
@@ -77,28 +77,33 @@ pub const fn masks_off(num_segments: u32) -> u64 {
     blocks_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_META_BYTES
 }
 
-/// Most units a packed block holds (`malloc_packed`: 64 KiB of 16 B, 256 KiB of 64 B, 1 MiB
-/// of 256 B): the bits of a block slot's object-bound bitmap.
-pub const PACKED_UNITS_PER_BLOCK: u64 = 4096;
+/// Bits of the object-bound bitmap per 64 KiB of heap (one per 16 bytes, the smallest packed
+/// unit): a packed block's bitmap is its 64 KiB units' bits, one after another
+/// (`bounds_off`), so a block of any group has a bit for each of its packed units.
+pub const BOUND_BITS_PER_UNIT: u64 = 4096;
 const _: () = {
     let mut i = 0;
     while i < PACKED_CLASSES.len() {
+        let c = PACKED_CLASSES[i];
         assert!(
-            slices_per_block(PACKED_CLASSES[i]) as u64 <= PACKED_UNITS_PER_BLOCK,
-            "a packed block's units fit"
+            slices_per_block(c) as u64
+                <= BOUND_BITS_PER_UNIT * (group_block_bytes(group_of(c)) >> MIN_BLOCK_SHIFT),
+            "a packed block's units fit its bound bits"
         );
         i += 1;
     }
 };
-/// Words of one block slot's object-bound bitmap (`bounds_off`).
-pub const BOUND_WORDS_PER_BLOCK: u64 = PACKED_UNITS_PER_BLOCK / BIT_WORD_BITS;
+/// Words of the object-bound bitmap per 64 KiB of heap (`bounds_off`).
+pub const BOUND_WORDS_PER_UNIT: u64 = BOUND_BITS_PER_UNIT / BIT_WORD_BITS;
 
 /// Offset of the blocks' object-bound bitmaps in a heap of `num_segments` segments: right
-/// after the free masks, `BOUND_WORDS_PER_BLOCK` words per block slot, so that a packed
-/// object's bits are found from the segment count alone. In a packed block, an object of
-/// units `s..e` has bit `s` and bit `e` set and the bits between clear (`DeviceHeap::mark_packed_run`),
-/// so its size is the distance to the next set bit. 512 bytes per block slot, 256 slots per
-/// 16 MiB segment: 8 MiB per GiB of heap (1/128).
+/// after the free masks, `BOUND_WORDS_PER_UNIT` words per 64 KiB of heap, so that a packed
+/// object's bits are found from the segment count alone; a block's bits are those of its
+/// 64 KiB units from its first (unit `u` of a block at 64 KiB unit `k` of its segment is bit
+/// `k * BOUND_BITS_PER_UNIT + u`). In a packed block, an object of units `s..e` has bit `s`
+/// and bit `e` set and the bits between clear (`DeviceHeap::mark_packed_run`), so its size is
+/// the distance to the next set bit. 512 bytes per 64 KiB, 256 of them per 16 MiB segment:
+/// 8 MiB per GiB of heap (1/128).
 #[inline(always)]
 pub const fn bounds_off(num_segments: u32) -> u64 {
     masks_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BLOCK_MASK_BYTES
@@ -107,7 +112,7 @@ pub const fn bounds_off(num_segments: u32) -> u64 {
 /// End of the bound bitmaps (`bounds_off`) in a heap of `num_segments` segments.
 #[inline(always)]
 pub const fn bounds_end(num_segments: u32) -> u64 {
-    bounds_off(num_segments) + num_segments as u64 * MAX_BLOCKS_PER_SEGMENT as u64 * BOUND_WORDS_PER_BLOCK * 8
+    bounds_off(num_segments) + num_segments as u64 * UNITS_PER_SEGMENT * BOUND_WORDS_PER_UNIT * 8
 }
 
 /// Where every part of the metadata lives, as byte offsets from its base.
@@ -180,8 +185,9 @@ pub const PIN_SHIFT: u32 = 3;
 pub const FORMAT_WORDS_PER_GROUP: u64 = 3;
 /// Shares of the pin budget (`capacity >> PIN_SHIFT`): one per row, and rows beyond
 /// `PIN_SHARES` (`SLOT_ROWS` is 114) may take more than the budget in all: all current blocks
-/// together pin at most `SLOT_ROWS / PIN_SHARES` of it (22% of the heap, with every row in
-/// use), and less with `LARGE_ROW_SHARE_SHIFT`.
+/// together pin at most `(SLOT_ROWS + 1) / PIN_SHARES` of it (the 16-byte packed row takes
+/// two shares, see `row_block_bytes`; 22% of the heap, with every row in use), and less with
+/// `LARGE_ROW_SHARE_SHIFT`.
 pub const PIN_SHARES: u64 = 64;
 /// Rows whose blocks are `BLOCK_TARGET_BYTES` (1 MiB) or larger, the 96 classes from 144 B to
 /// 1 MiB, get half a share: their slots take runs of up to 16 blocks per install (see
@@ -203,13 +209,17 @@ pub const LARGE_ROW_SHARE_SHIFT: u32 = 1;
 /// threads 0.049 against 0.060).
 pub const FINE_ROW_SHARE_SHIFT: u32 = 1;
 
-/// Bytes of what a current slot of row `row` holds: a block of the row's class (a class, or a
-/// packed row's class), or for a run row a whole segment.
+/// Bytes per slot that row `row`'s share of the pin budget is divided by: a block of the
+/// row's class, or for a run row a whole segment. A packed row counts the block of the class
+/// of its unit's size, so that it has as many slots as that class's row: the 16-byte row's
+/// own 128 KiB blocks (`class::PACKED16_CLASS`) would get half of class 16 B's slots, 128 in
+/// an 8 GiB heap, fewer than the 132 multiprocessors of an H100 or H200 (four would share
+/// one); its current blocks pin 32 MiB there, twice its share.
 const fn row_block_bytes(row: usize) -> u64 {
     if row >= RUN_ROW0 {
         SEGMENT_BYTES
     } else if row >= NUM_CLASSES {
-        group_block_bytes(group_of(PACKED_CLASSES[row - NUM_CLASSES]))
+        group_block_bytes(group_of(class_of(slice_bytes(PACKED_CLASSES[row - NUM_CLASSES]))))
     } else {
         group_block_bytes(group_of(row))
     }

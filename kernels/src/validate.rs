@@ -8,7 +8,7 @@ use crate::block::{
     KIND_FREE, KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_BLOCKS_PER_SEGMENT, NUM_CLASSES,
     NUM_GROUPS,
 };
-use crate::class::{is_mask_class, MASK_CLASS0};
+use crate::class::{is_mask_class, MASK_CLASS0, TABLE_CLASSES};
 use crate::heap::{counter, DeviceHeap};
 use crate::layout::{SLOT_ROWS, UNITS_PER_SEGMENT};
 use crate::segment::{seg_kind, SegKind, OUT_COUNT_MASK};
@@ -27,12 +27,15 @@ pub struct Stats {
     pub host_segments: u64,
     /// Segments whose memory was returned to the driver.
     pub released_segments: u64,
-    /// Blocks out of their tree serving slices, per class (includes current blocks).
-    pub slice_blocks: [u64; NUM_CLASSES],
+    /// Blocks out of their tree serving slices, per class-table entry (includes current
+    /// blocks; packed blocks count under their packed row's class, see
+    /// `class::TABLE_CLASSES`).
+    pub slice_blocks: [u64; TABLE_CLASSES],
     /// Blocks handed out whole, per group (each block of a run of whole blocks counts).
     pub whole_blocks: [u64; NUM_GROUPS],
-    /// Live slices per class (packed objects not included).
-    pub live_slices: [u64; NUM_CLASSES],
+    /// Live slices per class-table entry (packed objects not included: zero for the
+    /// packed-only entries).
+    pub live_slices: [u64; TABLE_CLASSES],
     /// Blocks serving `malloc_packed` (counted in `slice_blocks` of their class too).
     pub packed_blocks: u64,
     /// Live packed objects (their sizes are not recorded, so they are not in `bytes_in_use`).
@@ -62,9 +65,9 @@ impl Default for Stats {
             segments_per_group: [0; NUM_GROUPS],
             host_segments: 0,
             released_segments: 0,
-            slice_blocks: [0; NUM_CLASSES],
+            slice_blocks: [0; TABLE_CLASSES],
             whole_blocks: [0; NUM_GROUPS],
-            live_slices: [0; NUM_CLASSES],
+            live_slices: [0; TABLE_CLASSES],
             packed_blocks: 0,
             live_packed: 0,
             stale_summary_bits: 0,
@@ -249,7 +252,8 @@ impl DeviceHeap {
     pub(crate) fn current_blocks(&self) -> impl Fn(usize, u64) -> Option<u32> + '_ {
         move |c, gid| {
             let packed = (0..PACKED_CLASSES.len()).filter(|&i| PACKED_CLASSES[i] == c).map(packed_row);
-            core::iter::once(c).chain(packed).find_map(|row| {
+            // A class row for request classes only (a packed-only class has none).
+            (c < NUM_CLASSES).then_some(c).into_iter().chain(packed).find_map(|row| {
                 (0..self.layout().row_shards(row)).find_map(|sh| {
                     // Acquire: quiescent heap (no kernel running); orders the read after every writer.
                     let w = self.slots().current(row, sh).load_acquire();
@@ -430,7 +434,9 @@ impl DeviceHeap {
                 self.check_bits(seg, local, g, 0)?;
                 continue;
             }
-            if !matches!(kind, KIND_SLICES | KIND_PACKED) || c >= NUM_CLASSES || group_of(c) != g {
+            // A packed-only class (past NUM_CLASSES) only in a packed block.
+            let known = c < NUM_CLASSES || (kind == KIND_PACKED && c < TABLE_CLASSES);
+            if !matches!(kind, KIND_SLICES | KIND_PACKED) || !known || group_of(c) != g {
                 return Err(HeapError::BadBlockKind { seg, local, word });
             }
             s.slice_blocks[c] += 1;
@@ -515,7 +521,7 @@ mod tests {
         assert_eq!(h.usable_size(ps[1]), 48);
         h.validate().expect("consistent: objects of 1, 3 and 7 units");
         let count = h.num_segments as u32;
-        let word = h.blocks().bound_word_in(count, seg, local, 0);
+        let word = h.blocks().bound_word_in(count, seg, local << crate::block::group_of(c), 0);
         // Relaxed: one thread, no kernel running.
         assert_eq!(
             word.load_relaxed(),
