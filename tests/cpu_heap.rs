@@ -1058,6 +1058,23 @@ fn the_packed_16_byte_group_boots_last_and_grows_into_fresh_segments() {
         unsafe { h.free(p) };
     }
     assert_empty(h);
+    // The packed band itself (mixed 16 and 32 B, 16-byte units) on a new heap: the same.
+    let cpu = CpuHeap::new(segments, 1);
+    let h = cpu.heap();
+    assert!(h.boot_all());
+    let sizes: Vec<u64> = (0..32).map(|l| 16 << (l % 2)).collect();
+    let warps = SEGMENT_BYTES / (24 * 32) + 64;
+    let ptrs: Vec<_> = (0..warps).flat_map(|_| cpu.warp_malloc_packed(&sizes)).collect();
+    assert!(ptrs.iter().all(|p| !p.is_null()));
+    let segs: BTreeSet<u64> = ptrs.iter().map(|&p| (p as u64 - h.segment_addr(0)) / SEGMENT_BYTES).collect();
+    assert_eq!(segs.into_iter().collect::<Vec<_>>(), [booted - 1, booted], "packed: the same two segments");
+    assert_eq!(h.validate().expect("heap consistent").live_packed, ptrs.len() as u64);
+    for p in ptrs {
+        // SAFETY: each p came from the warp_malloc_packed calls above, is freed once and not
+        // used after.
+        unsafe { h.free(p) };
+    }
+    assert_empty(h);
 }
 
 /// A request whose class's slices are 16-byte aligned never falls back to a class of 8-byte

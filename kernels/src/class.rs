@@ -517,9 +517,9 @@ const fn check_table() {
         assert!(n as u64 * group_block_bytes(g) == SEGMENT_BYTES);
         g += 1;
     }
-    // The packed-only entries: powers of two (packed units are shifts), within a group's
-    // block size, and as many units a block as a block has 16-byte bound bits
-    // (`layout::BOUND_BITS_PER_UNIT` per 64 KiB).
+    // The packed-only entries: powers of two (packed units are shifts) of at least 16 bytes,
+    // so that a block has at most one unit per 16-byte bound bit (`layout::BOUND_BITS_PER_UNIT`
+    // per 64 KiB; asserted there for every packed class), in a group's block size.
     while c < TABLE_CLASSES {
         let s = slice_bytes(c);
         assert!(s.is_power_of_two() && s >= 1 << MIN_SLICE_SHIFT && slice_divisor(c).value() == s);

@@ -31,10 +31,11 @@ pub const DEFAULT_SHARDS: u32 = 256;
 /// of their size's band (16, 64 or 256 bytes, see `slice::PACKED_CLASSES` and `packed_band`).
 pub const PACKED_UNIT: u64 = 16;
 /// Most units a request of any band takes: 16, so that a warp's run in one band is at most
-/// `PACKED_UNITS_PER_WARP` units (32 x 16), an eighth of a packed block.
+/// `PACKED_UNITS_PER_WARP` units (32 x 16), at most an eighth of a packed block.
 pub const PACKED_MAX_UNITS: u64 = 16;
 /// Most units one warp's run in one band takes: 32 requests of `PACKED_MAX_UNITS`, an eighth of
-/// a packed block (4096 units), so that a packed block serves at least eight warps.
+/// a packed block of 4096 units (64 and 256 B) and a sixteenth of one of 8192 (16 B), so that
+/// a packed block serves at least eight warps.
 pub const PACKED_UNITS_PER_WARP: u32 = 32 * PACKED_MAX_UNITS as u32;
 
 /// Which packed class (index into `PACKED_CLASSES`) serves a request of `size` bytes
@@ -1442,7 +1443,9 @@ impl DeviceHeap {
             // from one and a class from the other would have the recycle park and insert
             // blocks of another group, past the block and the segment (review of r30,
             // reproduced on the CPU model); with the check, a stray free stays within its
-            // block, as before.
+            // block, as before. `TABLE_CLASSES`: a packed block may name a packed-only entry
+            // (no writer pairs one with `KIND_SLICES`; `usable_size` and the validator reject
+            // that pair, here it would cost a compare on the hot path).
             (KIND_SLICES | KIND_PACKED, c) if c < TABLE_CLASSES => {
                 self.free_slice::<false>(seg, local, g, c, in_block, p)
             }

@@ -213,8 +213,8 @@ pub const FINE_ROW_SHARE_SHIFT: u32 = 1;
 /// row's class, or for a run row a whole segment. A packed row counts the block of the class
 /// of its unit's size, so that it has as many slots as that class's row: the 16-byte row's
 /// own 128 KiB blocks (`class::PACKED16_CLASS`) would get half of class 16 B's slots, 128 in
-/// an 8 GiB heap, fewer than the 132 multiprocessors of an H100 or H200 (four would share
-/// one); its current blocks pin 32 MiB there, twice its share.
+/// an 8 GiB heap, fewer than the 132 multiprocessors of an H100 or H200 (four slots would
+/// each serve two); its current blocks pin 32 MiB there, twice its share.
 const fn row_block_bytes(row: usize) -> u64 {
     if row >= RUN_ROW0 {
         SEGMENT_BYTES

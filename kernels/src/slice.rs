@@ -143,7 +143,8 @@ pub const fn install_max_sleep(row_shards: u32) -> u32 {
 /// 6% faster (H200, r34 `ab3/`..`ab5/`, `final/`). Not from 48 B up: 64 B went 1.24 -> 1.19
 /// (under the 1.3 target either way) but allocated 3-7% slower, 48 B stayed at 1.33, and
 /// 256 B was 6-22% slower with the install on the next taker's path. The 16-byte packed row
-/// (`malloc_packed`'s smallest unit, group 0) installs on demand too (not measured apart).
+/// (`malloc_packed`'s smallest unit, `class::PACKED16_CLASS`: 128 KiB blocks of group 1)
+/// installs on demand too (not measured apart).
 #[inline(always)]
 pub const fn installs_on_demand(row: usize) -> bool {
     group_block_bytes(group_of(row_class_kind(row).0)) < ON_DEMAND_BLOCK_BYTES

@@ -5,7 +5,7 @@ use veballoc_kernels::class::{
     align_of_request, block_bytes, block_run_len, blocks_per_segment, class_of, group_block_bytes,
     group_blocks_per_segment, group_of, slice_bytes, slice_divisor, slices_per_block, warp_class,
     MAX_BLOCKS_PER_SEGMENT, MAX_CLASS_BYTES, MAX_SLICES_PER_BLOCK, NUM_CLASSES, NUM_GROUPS, RUN_BLOCK_BYTES,
-    RUN_GROUP, SMALLEST_BLOCKS_BELOW, UNIT_RUN_GROUP,
+    RUN_GROUP, SMALLEST_BLOCKS_BELOW, TABLE_CLASSES, UNIT_RUN_GROUP,
 };
 use veballoc_kernels::heap::{fallback_last, takes_unit_run, UNIT_RUN_EXACT_MIN, UNIT_RUN_MIN};
 use veballoc_kernels::SEGMENT_BYTES;
@@ -194,10 +194,11 @@ fn block_geometry() {
 }
 
 /// The multiply-high division equals true division for every offset in a segment (which
-/// covers every offset in a block), for every class's slice size (109 * 2^24 divisions).
+/// covers every offset in a block), for every class-table entry's slice size (the request
+/// classes and the packed-only ones: 110 * 2^24 divisions).
 #[test]
 fn reciprocal_divisions_are_exact_for_every_offset() {
-    for c in 0..NUM_CLASSES {
+    for c in 0..TABLE_CLASSES {
         let (d, div) = (slice_bytes(c), slice_divisor(c));
         assert_eq!(div.value(), d);
         // The true quotient, kept by counting (no hardware division in the loop).
@@ -242,11 +243,11 @@ fn block_runs_waste_at_most_a_quarter() {
 
 /// The division of a slice index in a slot's run by the slices per block (a multiply-high by
 /// a reciprocal from a table) equals true division for every index below its limit, for every
-/// class.
+/// class-table entry.
 #[test]
 fn run_indices_divide_exactly_by_slices_per_block() {
     use veballoc_kernels::class::{div_per_block, PER_BLOCK_DIVIDEND_LIMIT};
-    for c in 0..NUM_CLASSES {
+    for c in 0..TABLE_CLASSES {
         let d = slices_per_block(c);
         let (mut q, mut next) = (0u32, d);
         for x in 0..PER_BLOCK_DIVIDEND_LIMIT {
@@ -318,6 +319,16 @@ fn row_slots_follow_the_pin_budget() {
     assert_eq!(class_of(4097), FINE_CLASS0);
     assert_eq!(slots(4097), 4, "the first class above 4 KiB: a quarter share");
     assert_eq!(slots(MAX_CLASS_BYTES), 1, "a 4 MiB block is the whole quarter share");
+    // A packed row has its unit's class row's slots: the 16-byte one's 128 KiB blocks as many
+    // as class 16 B's 64 KiB (one a multiprocessor), not half.
+    use veballoc_kernels::class::{PACKED16_CLASS, PACKED_CLASSES};
+    use veballoc_kernels::slice::packed_row;
+    assert_eq!((PACKED_CLASSES[0], block_bytes(PACKED16_CLASS)), (PACKED16_CLASS, 128 << 10));
+    assert_eq!(layout.row_shards(packed_row(0)), slots(16));
+    assert_eq!(slots(16), 256);
+    for (i, &c) in PACKED_CLASSES.iter().enumerate().skip(1) {
+        assert_eq!(layout.row_shards(packed_row(i)), layout.row_shards(c), "packed row {i}");
+    }
 }
 
 /// The largest heap `checked_segments_for_bytes` and `try_new` accept is `MAX_SEGMENTS`
