@@ -422,6 +422,13 @@ const fn block_slot(seg: u32, local: u32) -> u64 {
     seg as u64 * MAX_BLOCKS_PER_SEGMENT as u64 + local as u64
 }
 
+/// The 64 KiB unit of its segment where block `local` of group `g` starts: where its bits of
+/// the object-bound bitmap start (`Blocks::bound_word_in`).
+#[inline(always)]
+pub const fn bound_unit(local: u32, g: usize) -> u32 {
+    local << g
+}
+
 /// The bits `a..b` of a 64-bit word (`a <= b <= 64`).
 #[inline(always)]
 pub const fn bits_between(a: u32, b: u32) -> u64 {
@@ -668,11 +675,12 @@ impl<'a> Blocks<'a> {
         self.segs.layout()
     }
 
-    /// Word `w` of the object-bound bitmap of the block whose first 64 KiB unit is `unit` of
-    /// segment `seg` (`w` below `BOUND_WORDS_PER_UNIT` times the block's units: a block's
-    /// bits are its units', one after another), in a heap of `count` segments (the layout's:
-    /// callers pass the handle's, as for `block_meta_in`). Read only where the block is
-    /// packed; its bits elsewhere are stale.
+    /// Word `w` of the object-bound bitmap of the block whose first 64 KiB unit is `unit`
+    /// (`bound_unit`) of segment `seg`, in a heap of `count` segments (the layout's: callers
+    /// pass the handle's, as for `block_meta_in`). A block's bits are those of its 64 KiB
+    /// units, one after another from its first (`BOUND_WORDS_PER_UNIT` words each), so `w` is
+    /// below that times the block's units. Read only where the block is packed; its bits
+    /// elsewhere are stale.
     #[inline(always)]
     pub(crate) fn bound_word_in(&self, count: u32, seg: u32, unit: u32, w: u32) -> &'a Atom64 {
         let in_seg = unit as u64 * BOUND_WORDS_PER_UNIT + w as u64;
@@ -688,11 +696,10 @@ impl<'a> Blocks<'a> {
     }
 
     /// Makes bits `mask` of word `w` of the bound bitmap of the block at 64 KiB unit `unit`
-    /// (see `bound_word_in`) equal to `value` (a
-    /// subset of `mask`), leaving its other bits: a store where `mask` is the whole word (the
-    /// caller's take holds all of its units: the only other writer is the next take, whose
-    /// first start may be this word's last bit, the caller's fence, which both set), else two
-    /// RMWs.
+    /// (`bound_unit`, see `bound_word_in`) equal to `value` (a subset of `mask`), leaving its other bits: a store where `mask` is
+    /// the whole word (the caller's take holds all of its units: the only other writer is the
+    /// next take, whose first start may be this word's last bit, the caller's fence, which
+    /// both set), else two RMWs.
     #[inline(always)]
     pub(crate) fn write_bounds(&self, count: u32, seg: u32, unit: u32, w: u32, mask: u64, value: u64) {
         debug_assert!(value & !mask == 0);
@@ -720,7 +727,8 @@ impl<'a> Blocks<'a> {
     }
 
     /// Units of the packed object that starts at unit `u` of the block at 64 KiB unit `unit`
-    /// of segment `seg` (of `per` units, at most its bound bits, see `bound_word_in`):
+    /// (`bound_unit`) of segment `seg` (of `per` units, at most its bound bits, see
+    /// `bound_word_in`):
     /// from its bit to the next set bit, or to the block's end; `None` where bit `u` is clear
     /// (no object starts there) or no end lies within `max` units (no live object starts
     /// there: `DeviceHeap::mark_packed_run` set one).
@@ -1309,8 +1317,8 @@ impl<'a> Blocks<'a> {
     /// right before it, if no block of it is out (its group has not used it), so that the group's
     /// next format gets it (the lowest free segment then) and its segments stay side by side.
     /// A boot formats the groups in `heap::BOOT_ORDER` on the lowest segments (group 0 on
-    /// segments 0 and 1, group 2 on 2 and 3, ...): without this, a class that outgrew its booted segment went on
-    /// past every booted segment (range / live of 2^20 x 16 B 5.75 against 1.69 without the
+    /// segments 0 and 1, group 2 on 2 and 3, ...): without this, a class that outgrew its
+    /// booted segment went on past every booted segment (range / live of 2^20 x 16 B 5.75 against 1.69 without the
     /// boot, NOTES r28), which kept the boot off by default. The one before: a class whose
     /// next booted segment another group keeps grows into the unused one below its own
     /// rather than past every booted segment (CPU test

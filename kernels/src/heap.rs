@@ -7,9 +7,9 @@
 use crate::arch;
 use crate::atomic::Atom64;
 use crate::block::{
-    bits_between, block_at, block_index, group_block_bytes, group_block_shift, group_of, kind_parts,
-    slice_bytes, slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE, KIND_PACKED,
-    KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_SLICE_BYTES, NUM_CLASSES,
+    bits_between, block_at, block_index, bound_unit, group_block_bytes, group_block_shift, group_of,
+    kind_parts, slice_bytes, slice_class, slices_per_block, split_gid, Blocks, FreeOutcome, KIND_FREE,
+    KIND_PACKED, KIND_RUN_TAIL, KIND_SLICES, KIND_WHOLE, MAX_SLICE_BYTES, NUM_CLASSES,
 };
 use crate::check::HandOut;
 use crate::class::{
@@ -181,9 +181,10 @@ pub const BOOT_GROUPS: usize = 5;
 /// bursts install a block on every multiprocessor at once, more than its segment's 128):
 /// mixed sizes up to 64 B spanned 2.40-2.55 times their live bytes, last 1.32 (H200, NOTES
 /// r47 `b/`-`e/`). Its cost: a burst of 48 B, group 2's, takes group 1's booted segment back
-/// as its fourth and allocates 8-10% slower at 2^20 threads (a probe that kept that segment
+/// near its end and allocates 8-10% slower at 2^20 threads (a probe that kept that segment
 /// from the other groups brought 48 B back and left 64 B at 1.39 times its live bytes, r47
-/// `g/`). A heap that boots fewer groups (`boot_groups`) boots the lowest ones, in this order.
+/// `g/`; one that boots group 2 right below group 1 brought it back and left 48 B at 1.33,
+/// `j/`). A heap that boots fewer groups (`boot_groups`) boots the lowest ones, in this order.
 pub const BOOT_ORDER: [usize; BOOT_GROUPS] = [0, 2, 3, 4, 1];
 const _: () = {
     let mut seen = [false; BOOT_GROUPS];
@@ -1177,12 +1178,11 @@ impl DeviceHeap {
     unsafe fn mark_packed_run(&self, served: u32, base: u64, p: u64, c: usize, units: u32) {
         const BITS: u32 = crate::layout::BIT_WORD_BITS as u32;
         let (seg, local) = self.block_of(p, c);
-        // The block's first 64 KiB unit: its bound bits start there (`Blocks::bound_word_in`).
-        let unit = local << group_of(c);
+        let g = group_of(c);
+        let unit = bound_unit(local, g);
         // A unit's index in its block (packed units are powers of two: a shift).
         let unit_in_block = |addr: u64| {
-            (((addr - self.mem) & (group_block_bytes(group_of(c)) - 1)) >> slice_bytes(c).trailing_zeros())
-                as u32
+            (((addr - self.mem) & (group_block_bytes(g) - 1)) >> slice_bytes(c).trailing_zeros()) as u32
         };
         let (s, r0) = (unit_in_block(p), unit_in_block(base));
         let last = u32::BITS - 1 - served.leading_zeros();
@@ -1600,11 +1600,17 @@ impl DeviceHeap {
                         if in_block & (slice_bytes(c) - 1) != 0 {
                             return 0;
                         }
-                        // The block's first 64 KiB unit (its bound bits start there).
-                        let first = ((in_seg >> group_block_shift(g)) << g) as u32;
+                        let local = (in_seg >> group_block_shift(g)) as u32;
                         let u = (in_block >> unit_shift) as u32;
                         let (per, max) = (slices_per_block(c), PACKED_MAX_UNITS as u32);
-                        match self.blocks().object_units(self.num_segments as u32, seg, first, u, per, max) {
+                        match self.blocks().object_units(
+                            self.num_segments as u32,
+                            seg,
+                            bound_unit(local, g),
+                            u,
+                            per,
+                            max,
+                        ) {
                             Some(k) => (k as u64) << unit_shift,
                             None => 0,
                         }
@@ -1743,8 +1749,9 @@ impl DeviceHeap {
     /// The boot of a new heap (`veballoc_boot`: `boot_all`, the groups in `BOOT_ORDER`; the
     /// host's `Heap::boot`, which every new heap runs): formats one segment ahead for group
     /// `g` (see `Blocks::preformat`; two for the 16-byte class's group and for 48-64 B, see
-    /// `boot_segments`) if `g < boot_groups(..)` and its tree has no free block, so that the first mallocs of a
-    /// kernel on a new heap take blocks from the tree rather than wait for a format. A class
+    /// `boot_segments`) if `g < boot_groups(..)` and its tree has no free block, so that the
+    /// first mallocs of a kernel on a new heap take blocks from the tree rather than wait for
+    /// a format. A class
     /// that outgrows its booted segments goes on in the next booted segment if that one's
     /// group has not used it (`Blocks::take_back_after`): without that, past the other
     /// groups' segments (r28: range / live of 1M x 16 B 5.7 against 1.7). Then `boot_slot`

@@ -521,7 +521,12 @@ mod tests {
         assert_eq!(h.usable_size(ps[1]), 48);
         h.validate().expect("consistent: objects of 1, 3 and 7 units");
         let count = h.num_segments as u32;
-        let word = h.blocks().bound_word_in(count, seg, local << crate::block::group_of(c), 0);
+        let word = h.blocks().bound_word_in(
+            count,
+            seg,
+            crate::block::bound_unit(local, crate::block::group_of(c)),
+            0,
+        );
         // Relaxed: one thread, no kernel running.
         assert_eq!(
             word.load_relaxed(),
