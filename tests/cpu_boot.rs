@@ -121,14 +121,19 @@ fn the_boot_slots_group_keeps_its_second_segment() {
 /// The booted segment after a group's (the next group in `BOOT_ORDER`) goes back to the segment tree at the claim that leaves
 /// half of the group's last booted segment out (`TAKE_BACK_FROM`); a group's own second
 /// booted segment stays its own (24 B: group 0, and 64 B: `BOOT_TWICE_GROUP`, two booted
-/// segments each; 100 B: group 3, one). Each take here uses up a whole block.
+/// segments each; 100 B: group 3, one). Each take here uses up a whole block, and the host
+/// clock moves on by more than `FAST_BLOCK_NS` between takes, so that every install is one
+/// block (a slot whose runs run out fast takes runs of several: `slice::max_run`).
 #[test]
 fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
+    use veballoc::kernels::arch::set_host_clock;
     use veballoc::kernels::block::{
         class_of, group_blocks_per_segment, group_of, slices_per_block, TAKE_BACK_FROM,
     };
     use veballoc::kernels::heap::{boot_segments, BOOT_TWICE_GROUP};
+    use veballoc::kernels::slice::FAST_BLOCK_NS;
     set_host_thread_index(0);
+    let mut clock = 1u64 << 40;
     let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP;
     assert_eq!(boot_segments(BOOT_TWICE_GROUP, segments), 2);
     for size in [24u64, 64, 100] {
@@ -148,6 +153,8 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
         let mut taken = Vec::new();
         let mut at = None;
         while at.is_none() {
+            clock += 2 * FAST_BLOCK_NS;
+            set_host_clock(Some(clock));
             let t = common::take_slices(h, c, per).expect("a block");
             mark_taken(h, c, &t);
             taken.push(t);
@@ -169,6 +176,7 @@ fn the_take_back_comes_at_half_of_a_group_s_last_booted_segment() {
         }
         assert_empty(h);
     }
+    set_host_clock(None);
 }
 
 /// A boot on a heap whose lower segments are all taken puts the booted segments at its top;

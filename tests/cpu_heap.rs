@@ -723,9 +723,9 @@ fn fast_slots_take_runs_of_blocks() {
     const SEGMENTS: u32 = 4;
     let size = 4096;
     let c = class_of(size);
-    assert!(max_run(c) > 1, "4 KiB slots take runs of blocks");
     let cpu = CpuHeap::new(SEGMENTS, 1);
     let h = cpu.heap();
+    assert!(max_run(c, h.layout().row_shards(c)) > 1, "4 KiB slots take runs of blocks");
     // Runs of 256 slices run out within microseconds here: the runs grow.
     let mut live = Vec::new();
     for _ in 0..64 {
@@ -809,9 +809,9 @@ fn a_take_across_a_block_of_a_run_comes_in_two_pieces() {
     let c = class_of(size);
     let per = slices_per_block(c);
     assert_eq!(per, 341);
-    assert!(max_run(c) >= 2);
     let cpu = CpuHeap::new(2, 1);
     let h = cpu.heap();
+    assert!(max_run(c, h.layout().row_shards(c)) >= 2);
     let mark = |t: &veballoc::kernels::slice::Taken| common::mark_taken(h, c, t);
     // A whole block at once: the slot's next run is two blocks (it ran out at once).
     let first = common::take_slices(h, c, per).expect("a block");

@@ -69,14 +69,20 @@ pub const PARTIAL_CAS_TRIES: u32 = 8;
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
 
-/// A run holds at most this many slices: what a slot's run leaves unhanded at a burst's end
-/// pins at most this many slices' worth, per slot (range/live at 2^20 threads). Classes of
-/// 4096 slices per block take two blocks at most (128 and 256 B; 16-64 B take one, see
-/// `RUN_MIN_BLOCK_BYTES`), those of more slices (the other classes from 72 to 256 B) one, 4 KiB
-/// slices up to 16 blocks (`MAX_RUN_BLOCKS`). (4096: one block for those small classes, each
-/// install a claim from the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B
-/// 0.134 ms.)
-pub const RUN_SLICES: u32 = 8192;
+/// The runs of one slot row hold at most this many slices together: a slot's run at most
+/// `ROW_RUN_SLICES / row_shards` (see `max_run`). What the runs leave unhanded at a burst's
+/// end is then at most a quarter of a burst of 2^20 requests of the class (range / live at
+/// 2^20 threads: at most 0.25 from the runs), whatever the heap's size and so its slots per
+/// row. Classes of 4096 slices per block take two blocks at most where 32 slots share the row
+/// (128 B, 512 KiB blocks, 8 GiB), 144..256 B four to eight where eight do (1 MiB blocks),
+/// 512 B up to 16 (`MAX_RUN_BLOCKS`); 16-64 B take one (see `RUN_MIN_BLOCK_BYTES`). A/B on the
+/// H200 against 8192 slices a slot for every row (the rule before; NOTES r48 `b/`, two rounds
+/// in turn): alloc at 2^20 threads 144 B 0.300 -> 0.182 ms, 200 B 0.351 -> 0.197, 256 B
+/// 0.310 -> 0.206, 512 B 0.358 -> 0.236, 1 KiB 0.468 -> 0.313, range / live 1.06-1.23 for
+/// those sizes (144 B 1.33 before). 2^19 gave 128 B 1.28 and 2 KiB 10% slower.
+/// (4096 slices a run: one block for the classes of 4096 slices, each install a claim from
+/// the tree: 256 B alloc at 2^20 threads 0.49 ms on the H100, 16 B 0.134 ms.)
+pub const ROW_RUN_SLICES: u32 = 1 << 18;
 /// Runs hold at most this many bytes.
 pub const RUN_BYTES: u64 = 16 << 20;
 /// Classes with fewer slices per block than this take one block at a time: a warp's take of
@@ -157,11 +163,11 @@ pub const FAST_BLOCK_NS: u64 = 100_000;
 /// Bits of a pace word that hold the slot's last run length (the rest: the install time).
 const PACE_RUN_MASK: u64 = 0xff;
 
-/// Most blocks in a run of slot row `row`: one for packed rows (a warp's packed run must lie
-/// in one block) and for classes with few slices per block, else as `RUN_SLICES`,
-/// `RUN_BYTES` and `MAX_RUN_BLOCKS` allow.
+/// Most blocks in a run of slot row `row` when it has `row_shards` slots: one for packed rows
+/// (a warp's packed run must lie in one block) and for classes with few slices per block,
+/// else as `ROW_RUN_SLICES` (over the row's slots), `RUN_BYTES` and `MAX_RUN_BLOCKS` allow.
 #[inline(always)]
-pub const fn max_run(row: usize) -> u32 {
+pub const fn max_run(row: usize, row_shards: u32) -> u32 {
     let (c, kind) = row_class_kind(row);
     let per = slices_per_block(c);
     if kind == KIND_PACKED
@@ -170,7 +176,7 @@ pub const fn max_run(row: usize) -> u32 {
     {
         return 1;
     }
-    let by_slices = RUN_SLICES / per;
+    let by_slices = (ROW_RUN_SLICES >> row_shards.trailing_zeros()) / per;
     let by_bytes = (RUN_BYTES / group_block_bytes(group_of(c))) as u32;
     let k = if by_slices < by_bytes { by_slices } else { by_bytes };
     if k > MAX_RUN_BLOCKS {
@@ -579,7 +585,8 @@ impl<'a> Slots<'a> {
             (None, count) => count,
             (Some(_), handed) => handed.saturating_sub(per_block * slot_blocks(w)),
         };
-        let want = paced.max(queued.div_ceil(per_block)).clamp(1, max_run(row));
+        let want =
+            paced.max(queued.div_ceil(per_block)).clamp(1, max_run(row, self.layout().row_shards(row)));
         let Some(batch) = self.blocks.claim_blocks(g, want) else {
             trace::add_since(self.meta(), Event::ClaimNs, t0);
             self.retire_slot(row, shard);
@@ -1043,18 +1050,32 @@ mod tests {
 
     #[test]
     fn runs_are_one_block_for_packed_rows_and_few_slices() {
-        assert!((0..crate::class::PACKED_CLASSES.len()).all(|i| max_run(packed_row(i)) == 1));
-        assert_eq!(max_run(crate::class::class_of(4096)), MAX_RUN_BLOCKS);
-        assert_eq!(max_run(crate::class::class_of(16)), 1, "64 KiB blocks");
-        assert_eq!(max_run(crate::class::class_of(32)), 1, "128 KiB blocks");
-        assert_eq!(max_run(crate::class::class_of(64)), 1, "256 KiB blocks");
-        assert_eq!(max_run(crate::class::class_of(128)), 2, "512 KiB blocks of 4096 slices");
-        assert_eq!(max_run(crate::class::class_of(64 << 10)), 1, "16 slices per block");
+        // The slots per row of an 8 GiB heap on a 132-multiprocessor GPU.
+        let l = HeapLayout::new(HeapLayout::segments_for_bytes(8 << 30), crate::heap::DEFAULT_SHARDS, false);
+        let run = |c: usize| max_run(c, l.row_shards(c));
+        assert!((0..crate::class::PACKED_CLASSES.len()).all(|i| run(packed_row(i)) == 1));
+        let class_of = crate::class::class_of;
+        assert_eq!(run(class_of(4096)), MAX_RUN_BLOCKS);
+        assert_eq!(run(class_of(16)), 1, "64 KiB blocks");
+        assert_eq!(run(class_of(32)), 1, "128 KiB blocks");
+        assert_eq!(run(class_of(64)), 1, "256 KiB blocks");
+        assert_eq!(
+            (l.row_shards(class_of(128)), run(class_of(128))),
+            (32, 2),
+            "512 KiB blocks of 4096 slices"
+        );
+        assert_eq!((l.row_shards(class_of(256)), run(class_of(256))), (8, 8), "1 MiB blocks of 4096 slices");
+        assert_eq!(run(class_of(64 << 10)), 1, "16 slices per block");
         for c in 0..NUM_CLASSES {
-            let k = max_run(c);
-            assert!((1..=MAX_RUN_BLOCKS).contains(&k));
-            assert!(k == 1 || slices_per_block(c) >= RUN_MIN_SLICES_PER_BLOCK);
-            assert!(k == 1 || k * slices_per_block(c) <= RUN_SLICES);
+            for shards in [1, 8, 32, 256] {
+                let k = max_run(c, shards);
+                assert!((1..=MAX_RUN_BLOCKS).contains(&k));
+                assert!(k == 1 || slices_per_block(c) >= RUN_MIN_SLICES_PER_BLOCK);
+                assert!(
+                    k == 1 || k * slices_per_block(c) * shards <= ROW_RUN_SLICES,
+                    "class {c}, {shards} slots"
+                );
+            }
         }
     }
 
