@@ -165,6 +165,13 @@ impl<'a> GroupTree<'a> {
         self.veb.successor(0).is_none()
     }
 
+    /// Whether a block looks free, by one pass through the summaries (a hint: a remover's
+    /// summary clear may hide one for a moment).
+    #[inline(always)]
+    pub fn has_free_hint(&self) -> bool {
+        self.veb.successor_hint(0).is_some()
+    }
+
     /// Up to `k` consecutive free blocks of the lowest leaf word with one, racers ranked by
     /// `ticket` (one pass, see `Veb::try_claim_ranked`).
     #[inline(always)]
@@ -1180,6 +1187,27 @@ impl<'a> Blocks<'a> {
         got
     }
 
+    /// Every block of a fresh segment of group `g`, when its tree looks empty: for an install
+    /// that wants a whole segment's blocks (runs of 1 MiB blocks, 16 to a segment). Under a
+    /// burst the tree is empty, and `claim_blocks` would miss in it twice around its formatter
+    /// semaphore before it formats the same lowest free segment with every block kept (the
+    /// semaphore keeps claimers of a few blocks from formatting a segment each; this claimer
+    /// takes all of one). `None` when the tree has a free block (lowest first: those go
+    /// first) or no fresh segment was found in one pass: the caller then claims as usual,
+    /// which confirms an empty heap exactly. The blocks are parked.
+    #[inline(never)]
+    pub(crate) fn claim_whole_fresh_segment(&self, g: usize) -> Option<BlockBatch> {
+        let bps = group_blocks_per_segment(g);
+        if self.block_tree(g).has_free_hint() {
+            return None;
+        }
+        let seg = self.segs.seg_tree().try_claim_spread(0, 0)? as u32;
+        let t0 = crate::trace::now();
+        self.format_segment(seg, g, bps);
+        crate::trace::add_since(self.segs.meta(), crate::trace::Event::FormatNs, t0);
+        Some(BlockBatch { seg, base: 0, mask: full_mask(bps) })
+    }
+
     /// The lowest run of `k` contiguous free blocks of group `g` from its tree (across
     /// segments where `runs_cross_segments(g)`), by one pass through the summaries: `None`
     /// may be transient (see `claim_run_exact`). The blocks are parked; the caller marks them.
@@ -1776,5 +1804,29 @@ mod tests {
         assert!(!slot_moved_on(5, None, per_block)); // no block, 5 slices asked
         assert!(slot_moved_on(slot_value(3, 0), None, per_block));
         assert!(slot_moved_on(0, None, per_block));
+    }
+
+    /// An install that wants a whole segment's blocks takes a fresh segment directly only
+    /// while its group's tree is empty: a block in the tree goes first (lowest first), and
+    /// with no fresh segment left it gets `None`, so that the caller claims as usual.
+    #[test]
+    fn a_whole_segment_claim_takes_a_fresh_segment_only_while_the_tree_is_empty() {
+        let cpu = crate::cpu::CpuHeap::new(2, 1);
+        let b = cpu.heap().blocks();
+        let g = group_of(crate::class::class_of(4096));
+        let bps = group_blocks_per_segment(g);
+        assert_eq!(bps, 16, "1 MiB blocks");
+        let first = b.claim_whole_fresh_segment(g).expect("a fresh segment");
+        assert_eq!((first.seg, first.base, first.mask), (0, 0, full_mask(bps)), "the lowest, whole");
+        // Block 3 back in the tree (parked, as a give-back leaves it).
+        b.park(0, 3, g);
+        b.release_block(g, gid_of(0, 3));
+        assert_eq!(b.claim_whole_fresh_segment(g), None, "the tree's block first");
+        let back = b.claim_blocks(g, bps).expect("the freed block");
+        assert_eq!((back.first(), back.mask.count_ones()), (gid_of(0, 3), 1));
+        let second = b.claim_whole_fresh_segment(g).expect("the other segment");
+        assert_eq!((second.seg, second.mask), (1, full_mask(bps)));
+        assert_eq!(b.claim_whole_fresh_segment(g), None, "no fresh segment left");
+        assert_eq!(b.claim_blocks(g, bps), None, "and the heap is full");
     }
 }

@@ -587,7 +587,11 @@ impl<'a> Slots<'a> {
         };
         let want =
             paced.max(queued.div_ceil(per_block)).clamp(1, max_run(row, self.layout().row_shards(row)));
-        let Some(batch) = self.blocks.claim_blocks(g, want) else {
+        // A run of a whole segment's blocks takes a fresh segment directly while the
+        // group's tree is empty (see `claim_whole_fresh_segment`).
+        let whole =
+            if want >= group_blocks_per_segment(g) { self.blocks.claim_whole_fresh_segment(g) } else { None };
+        let Some(batch) = whole.or_else(|| self.blocks.claim_blocks(g, want)) else {
             trace::add_since(self.meta(), Event::ClaimNs, t0);
             self.retire_slot(row, shard);
             return false;
