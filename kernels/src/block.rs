@@ -1809,6 +1809,7 @@ mod tests {
     /// An install that wants a whole segment's blocks takes a fresh segment directly only
     /// while its group's tree is empty: a block in the tree goes first (lowest first), and
     /// with no fresh segment left it gets `None`, so that the caller claims as usual.
+    #[cfg(not(loom))]
     #[test]
     fn a_whole_segment_claim_takes_a_fresh_segment_only_while_the_tree_is_empty() {
         let cpu = crate::cpu::CpuHeap::new(2, 1);
