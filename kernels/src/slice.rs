@@ -66,6 +66,9 @@ pub const PARTIAL_VISITS: u32 = 4;
 /// moves on to the next block.
 pub const PARTIAL_CAS_TRIES: u32 = 8;
 
+/// Whether a row's slots spread over its words (see `Slots::slot_word`).
+pub const SLOT_SPREAD: bool = true;
+
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
 
@@ -233,6 +236,17 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
     }
 }
 
+/// log2 of the words between two slots of row `row` in `l`'s per-slot arrays: a row's
+/// `row_shards` slots spread evenly over its `shards` words (see `Slots::slot_word`).
+#[inline(always)]
+pub const fn slot_stride_log2(l: &HeapLayout, row: usize) -> u32 {
+    if SLOT_SPREAD {
+        l.shards.trailing_zeros() - l.row_shard_log2[row] as u32
+    } else {
+        0
+    }
+}
+
 /// The slice layer's part of the metadata: the current-run slot words (one per row and
 /// shard) with their pace words, with the block layer (`Blocks`) beneath for installing,
 /// recycling and stealing blocks. A `Copy` view (two words) that the heap builds
@@ -262,15 +276,32 @@ impl<'a> Slots<'a> {
         self.blocks.segments().meta()
     }
 
-    /// Word `shard` of row `row` of a per-slot array of the layout (at `off`: the current
-    /// slots, their paces; `SLOT_ROWS * shards` words each).
+    /// Word `i` (below the layout's `shards`) of row `row` of a per-slot array of the layout
+    /// (at `off`: the current slots, their paces; `SLOT_ROWS * shards` words each).
+    #[inline(always)]
+    fn row_word(&self, off: u64, row: usize, i: u32) -> &'a Atom64 {
+        let l = self.layout();
+        let i = row as u64 * l.shards as u64 + i as u64;
+        // SAFETY: the layout reserved SLOT_ROWS * shards words at each per-slot offset.
+        unsafe { &crate::atomic::words(self.meta() + off, SLOT_ROWS * l.shards as usize)[i as usize] }
+    }
+
+    /// Word of slot `shard` (below the row's `row_shards`) of row `row` in a per-slot array.
+    /// A row's slots lie evenly spread over its `shards` words: the eight slots of a row of
+    /// 1 MiB blocks (8 GiB) would share one 64-byte line, and every poll of their waiters and
+    /// every add of their takers would queue at that one line (`SLOT_SPREAD`).
     #[inline(always)]
     fn slot_word(&self, off: u64, row: usize, shard: u32) -> &'a Atom64 {
-        let i = row as u64 * self.layout().shards as u64 + shard as u64;
-        // SAFETY: the layout reserved SLOT_ROWS * shards words at each per-slot offset.
-        unsafe {
-            &crate::atomic::words(self.meta() + off, SLOT_ROWS * self.layout().shards as usize)[i as usize]
-        }
+        self.row_word(off, row, shard << slot_stride_log2(self.layout(), row))
+    }
+
+    /// Word `i` (below the layout's `shards`) of row `row` of the current slots, and whether a
+    /// slot of the row uses it (the others stay zero): for the validator.
+    #[inline(always)]
+    pub(crate) fn current_word(&self, row: usize, i: u32) -> (&'a Atom64, bool) {
+        let k = slot_stride_log2(self.layout(), row);
+        let used = i & ((1 << k) - 1) == 0 && (i >> k) < self.layout().row_shards(row);
+        (self.row_word(self.layout().current_off, row, i), used)
     }
 
     /// Current-block slot `shard` of row `row` (a class, or a `packed_row`).
@@ -1080,6 +1111,22 @@ mod tests {
                     "class {c}, {shards} slots"
                 );
             }
+        }
+    }
+
+    /// The slots of a row that few slots serve lie in 64-byte lines of their own (the eight
+    /// of a row of 1 MiB blocks in an 8 GiB heap shared one line), each in its row's words.
+    #[test]
+    fn a_rows_slots_lie_in_lines_of_their_own() {
+        let l = HeapLayout::new(HeapLayout::segments_for_bytes(8 << 30), crate::heap::DEFAULT_SHARDS, false);
+        assert_eq!(l.row_shards(crate::class::class_of(256)), 8);
+        for row in 0..SLOT_ROWS {
+            let k = slot_stride_log2(&l, row);
+            let n = l.row_shards(row);
+            assert!((n - 1) << k < l.shards, "row {row}: within its words");
+            // Consecutive slots: one word each, and a line each where the row has few.
+            let gap = 1 << k;
+            assert!(n * 8 > l.shards || gap >= 8, "row {row}: {n} slots {gap} words apart");
         }
     }
 

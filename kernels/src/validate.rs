@@ -123,9 +123,10 @@ pub enum HeapError {
     BadBlockRun { seg: u32, local: u32 },
     /// The hand-out bitmap of a block disagrees with its live count (heaps with checks).
     HandOutBits { seg: u32, local: u32, marked: u32, live: u32 },
-    /// A slot past the ones its row uses (`HeapLayout::row_shards`) holds a run: sweeps and
-    /// steals, which look at the used slots only, would never reach it.
-    UnusedSlotBusy { row: usize, shard: u32 },
+    /// Word `word` of a row's slot words is none of the slots the row uses
+    /// (`HeapLayout::row_shards` of them, spread over its words: `Slots::current_word`) and
+    /// holds a run: sweeps and steals, which look at the used slots only, would never reach it.
+    UnusedSlotBusy { row: usize, word: u32 },
     /// The kind-word copy of 64 KiB unit `unit` of segment `seg` (`Blocks::unit_kind`) is not
     /// the kind word of its block (`word`; free outside formatted segments): `free` would
     /// take the pointers there for another kind or class.
@@ -175,10 +176,11 @@ impl DeviceHeap {
                 .map_err(|err| HeapError::PartialTree { class, err })?;
         }
         for row in 0..SLOT_ROWS {
-            for shard in self.layout().row_shards(row)..self.layout().shards {
+            for word in 0..self.layout().shards {
+                let (w, used) = self.slots().current_word(row, word);
                 // Acquire: quiescent heap; acquire for form's sake.
-                if self.slots().current(row, shard).load_acquire() != 0 {
-                    return Err(HeapError::UnusedSlotBusy { row, shard });
+                if !used && w.load_acquire() != 0 {
+                    return Err(HeapError::UnusedSlotBusy { row, word });
                 }
             }
         }
@@ -710,16 +712,20 @@ mod tests {
         let layout = *h.layout();
         let row =
             (0..SLOT_ROWS).find(|&r| layout.row_shards(r) < layout.shards).expect("a row with fewer slots");
-        let shard = layout.row_shards(row);
+        // The word right after the row's first slot: no slot's (the slots are spread, or the
+        // row uses one slot only).
+        let word = 1;
+        let (w, used) = h.slots().current_word(row, word);
+        assert!(!used);
         h.validate().expect("a new heap is consistent");
         // Relaxed: one thread, no kernel running.
-        h.slots().current(row, shard).store_relaxed(1 << 32);
+        w.store_relaxed(1 << 32);
         match h.validate() {
-            Err(HeapError::UnusedSlotBusy { row: r, shard: s }) => assert_eq!((r, s), (row, shard)),
-            other => panic!("expected UnusedSlotBusy for row {row} slot {shard}, got {other:?}"),
+            Err(HeapError::UnusedSlotBusy { row: r, word: x }) => assert_eq!((r, x), (row, word)),
+            other => panic!("expected UnusedSlotBusy for row {row} word {word}, got {other:?}"),
         }
         // Relaxed: as above.
-        h.slots().current(row, shard).store_relaxed(0);
+        w.store_relaxed(0);
         h.validate().expect("consistent again");
     }
 
