@@ -1145,10 +1145,6 @@ impl<'a> Blocks<'a> {
                         1
                     };
                     let t0 = crate::trace::now();
-                    let booted = self.booted_hint();
-                    if booted != 0 {
-                        self.take_back_unused_booted(g, booted);
-                    }
                     for i in 0..segs {
                         // One pass, as for the blocks: "empty" is confirmed below.
                         let Some(seg) = self.segs.seg_tree().try_claim_spread(0, 0) else { break };
@@ -1204,10 +1200,6 @@ impl<'a> Blocks<'a> {
         let bps = group_blocks_per_segment(g);
         if self.block_tree(g).has_free_hint() {
             return None;
-        }
-        let booted = self.booted_hint();
-        if booted != 0 {
-            self.take_back_unused_booted(g, booted);
         }
         let seg = self.segs.seg_tree().try_claim_spread(0, 0)? as u32;
         let t0 = crate::trace::now();
@@ -1396,42 +1388,6 @@ impl<'a> Blocks<'a> {
         if self.booted().fetch_and_relaxed(!(1 << cand)) & (1 << cand) != 0 {
             // Taken back, or in use by its own group, which keeps it.
             self.trim_segment(cand);
-        }
-    }
-
-    /// Before a format for group `g` while booted segments remain (`booted`, the hint):
-    /// takes back the lowest booted segment of another group that has no block out and lies
-    /// right after a segment of `g`, as `take_back_after` would at half of that segment, so
-    /// that the format gets it (the lowest free segment then) rather than a segment past every
-    /// booted one. A burst that installs on every multiprocessor at once may use a segment's
-    /// second half up before `take_back_after` has run, and its format then left a hole of
-    /// booted segments: 2^20 x 64 B at range / live 1.40-1.50 in two rounds of six on the
-    /// H100 (NOTES r48 `f/`). Only the segment after (`take_back_after`'s other case, the one
-    /// before, stays its own): a group booted last grows into fresh segments (`BOOT_ORDER`).
-    /// Out of line, and called only while the hint is not zero: in `claim_blocks` itself a
-    /// reclaim gave every claim more spills (NOTES r32). Bounded: one reclaim.
-    #[inline(never)]
-    pub(crate) fn take_back_unused_booted(&self, g: usize, booted: u64) {
-        let mut w = booted;
-        while w != 0 {
-            let s = w.trailing_zeros();
-            w &= w - 1;
-            if s >= self.segs.count() {
-                return;
-            }
-            // Relaxed: hints of the segments' groups and the count; the reclaim decides.
-            let group = |x: u32| seg_kind(self.segs.seg_table(x).load_relaxed());
-            let other = matches!(group(s), SegKind::Group(h) if h != g);
-            let after_ours = s > 0 && group(s - 1) == SegKind::Group(g);
-            if !other || !after_ours || self.segs.seg_out(s).load_relaxed() & OUT_COUNT_MASK != 0 {
-                continue;
-            }
-            // Relaxed: the bit only elects the one claimer that tries the segment (as in
-            // take_back_after).
-            if self.booted().fetch_and_relaxed(!(1 << s)) & (1 << s) != 0 {
-                self.trim_segment(s);
-            }
-            return;
         }
     }
 
@@ -1873,39 +1829,5 @@ mod tests {
         assert_eq!((second.seg, second.mask), (1, full_mask(bps)));
         assert_eq!(b.claim_whole_fresh_segment(g), None, "no fresh segment left");
         assert_eq!(b.claim_blocks(g, bps), None, "and the heap is full");
-    }
-
-    /// A format for a group whose booted segments are used up takes back the lowest booted
-    /// segment of another group with no block out before it claims a fresh one: a burst's
-    /// claims can use a segment's second half up before `take_back_after` (at its half) has
-    /// run, and the format then went past every booted segment (2^20 x 64 B at range / live
-    /// 1.40-1.50 in two rounds of six on the H100, NOTES r48 `f/`). The claims here install
-    /// nothing, so that no `take_back_after` runs: the format alone decides.
-    #[cfg(not(loom))]
-    #[test]
-    fn a_format_takes_back_an_unused_booted_segment_first() {
-        use crate::heap::{boot_segments, BOOT_GROUPS, BOOT_ORDER, BOOT_SEGMENTS_PER_GROUP};
-        crate::arch::set_host_thread_index(0);
-        let segments = BOOT_GROUPS as u32 * BOOT_SEGMENTS_PER_GROUP + 4;
-        let cpu = crate::cpu::CpuHeap::new(segments, 1);
-        let h = cpu.heap();
-        assert!(h.boot_all());
-        // The boot's slot kernel: group 0's first segment gets a block out.
-        assert!((0..h.layout().shards as u64).any(|i| h.boot_slot(i)));
-        let g = group_of(crate::class::class_of(64));
-        let own = boot_segments(g, segments) * group_blocks_per_segment(g);
-        let b = h.blocks();
-        let mut n = 0;
-        while n < own {
-            n += b.claim_blocks(g, 64).expect("the group's booted blocks").mask.count_ones();
-        }
-        assert_eq!(n, own);
-        // The booted segment right after the group's (group 3's, unused), not one past every
-        // booted segment.
-        let next =
-            BOOT_ORDER.iter().take_while(|&&x| x != g).map(|&x| boot_segments(x, segments)).sum::<u32>()
-                + boot_segments(g, segments);
-        let batch = b.claim_blocks(g, 1).expect("a fresh segment");
-        assert_eq!((next, batch.seg), (4, 4), "the unused booted segment after the group's");
     }
 }
