@@ -1116,10 +1116,12 @@ impl<'a> Blocks<'a> {
     /// never ended).
     #[inline(never)]
     pub(crate) fn claim_blocks(&self, g: usize, k: u32) -> Option<BlockBatch> {
-        // At most `formatters(g)` threads format segments for a group at once, so that a
+        // At most `formatters(g)` threads format segments for a group at once here, so that a
         // burst of claimers that find the tree empty does not format a segment each (and
         // spread the heap); each formatter formats its share of what the waiting claimers
         // need. A group with one block per segment formats directly: nothing to share.
+        // (Claimers of a whole segment's blocks format theirs outside the semaphore, see
+        // `claim_whole_fresh_segment`, as run rows do, `fresh_segment`: each keeps all of it.)
         let bps = group_blocks_per_segment(g);
         // A fresh segment's first blocks are the formatter's own batch.
         let k = k.clamp(1, bps.min(crate::veb::WORD_BITS as u32));
@@ -1198,14 +1200,16 @@ impl<'a> Blocks<'a> {
     #[inline(never)]
     pub(crate) fn claim_whole_fresh_segment(&self, g: usize) -> Option<BlockBatch> {
         let bps = group_blocks_per_segment(g);
-        if self.block_tree(g).has_free_hint() {
+        // A batch is one word of bits and a slot's run at most MAX_RUN_BLOCKS blocks: groups
+        // of more blocks to a segment never want a whole one (their runs are shorter).
+        if bps > MAX_RUN_BLOCKS || self.block_tree(g).has_free_hint() {
             return None;
         }
         let seg = self.segs.seg_tree().try_claim_spread(0, 0)? as u32;
         let t0 = crate::trace::now();
         self.format_segment(seg, g, bps);
         crate::trace::add_since(self.segs.meta(), crate::trace::Event::FormatNs, t0);
-        Some(BlockBatch { seg, base: 0, mask: full_mask(bps) })
+        Some(BlockBatch { seg, base: 0, mask: mask_range(0, bps) })
     }
 
     /// The lowest run of `k` contiguous free blocks of group `g` from its tree (across

@@ -166,7 +166,8 @@ pub const FAST_BLOCK_NS: u64 = 100_000;
 /// Bits of a pace word that hold the slot's last run length (the rest: the install time).
 const PACE_RUN_MASK: u64 = 0xff;
 
-/// Most blocks in a run of slot row `row` when it has `row_shards` slots: one for packed rows
+/// Most blocks in a run of slot row `row` when it has `row_shards` slots (a power of two, as
+/// `HeapLayout::row_shards` gives): one for packed rows
 /// (a warp's packed run must lie in one block) and for classes with few slices per block,
 /// else as `ROW_RUN_SLICES` (over the row's slots), `RUN_BYTES` and `MAX_RUN_BLOCKS` allow.
 #[inline(always)]
@@ -179,6 +180,7 @@ pub const fn max_run(row: usize, row_shards: u32) -> u32 {
     {
         return 1;
     }
+    debug_assert!(row_shards.is_power_of_two());
     let by_slices = (ROW_RUN_SLICES >> row_shards.trailing_zeros()) / per;
     let by_bytes = (RUN_BYTES / group_block_bytes(group_of(c))) as u32;
     let k = if by_slices < by_bytes { by_slices } else { by_bytes };
@@ -292,6 +294,7 @@ impl<'a> Slots<'a> {
     /// every add of their takers would queue at that one line (`SLOT_SPREAD`).
     #[inline(always)]
     fn slot_word(&self, off: u64, row: usize, shard: u32) -> &'a Atom64 {
+        debug_assert!(shard < self.layout().row_shards(row), "slot {shard} of row {row}: not one it uses");
         self.row_word(off, row, shard << slot_stride_log2(self.layout(), row))
     }
 
@@ -586,7 +589,9 @@ impl<'a> Slots<'a> {
     /// Installs a fresh run in slot `shard` of row `row` (this taker exhausted its run or was
     /// elected on an empty slot): consecutive blocks claimed from the group's tree with one
     /// claim, as many as the slot's pace asks for (see `FAST_BLOCK_NS`, `max_run`) and the
-    /// tree's word gives in a row. False when no block could be had: the slot is left empty.
+    /// tree's word gives in a row; a run of a whole segment's blocks while the group's tree is
+    /// empty is a fresh segment (`Blocks::claim_whole_fresh_segment`). False when no block
+    /// could be had: the slot is left empty.
     #[inline(never)]
     fn install_next(&self, row: usize, shard: u32) -> bool {
         let (c, kind) = row_class_kind(row);
@@ -682,7 +687,7 @@ impl<'a> Slots<'a> {
     /// an install. True when it installed one. Safe while others take: a taker that adds to
     /// the empty slot first makes our CAS fail, and the block goes back to its tree. A slot
     /// the row does not use (`shard` at or past its `row_shards`) gets nothing: the row never
-    /// takes from it, and past the layout's `shards` its index would name another row's slot.
+    /// takes from it, and its word (`slot_word`) would be another row's slot.
     pub fn preinstall(&self, row: usize, shard: u32) -> bool {
         if !self.uses_slot(row, shard) {
             return false;
@@ -953,9 +958,9 @@ impl<'a> Slots<'a> {
     /// are given back, so that fully freed blocks and segments return to their trees. Safe
     /// while others allocate (the next add on the slot installs a block again); meant for
     /// the end of a phase, before stats or validation. A slot the row does not use (`shard`
-    /// at or past its `row_shards`, never installed) is left alone: past the layout's `shards`
-    /// its index would name another row's slot, whose run this would give back as the wrong
-    /// class's.
+    /// at or past its `row_shards`, never installed) is left alone: its word (`slot_word`: the
+    /// row's slots are spread over its words) would be another row's slot, whose run this would
+    /// give back as the wrong class's.
     pub fn trim_slot(&self, row: usize, shard: u32) {
         if !self.uses_slot(row, shard) {
             return;

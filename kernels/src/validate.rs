@@ -701,10 +701,11 @@ mod tests {
         assert_eq!(h.validate().expect("consistent").bytes_in_use, 0);
     }
 
-    /// Sweeps, trims and steals look at a row's first `row_shards` slots only, so a run in a
-    /// slot past them would never be reclaimed: the validator reports one.
+    /// Sweeps, trims and steals look at a row's `row_shards` slots only (spread over its
+    /// words), so a run in a word of the row that no slot uses would never be reclaimed: the
+    /// validator reports one.
     #[test]
-    fn a_busy_slot_past_its_rows_shards_is_an_error() {
+    fn a_busy_word_no_slot_uses_is_an_error() {
         // 4 segments, 8 slots a row: rows of 1 MiB blocks use one slot (their share of the
         // pin budget is far below a block).
         let cpu = CpuHeap::new(4, 8);
@@ -727,6 +728,28 @@ mod tests {
         // Relaxed: as above.
         w.store_relaxed(0);
         h.validate().expect("consistent again");
+    }
+
+    /// Each slot a row uses is a word `current_word` marks used, and no other word of the row
+    /// is: rows of several slots (spread over their words) and of one.
+    #[test]
+    fn every_used_slot_is_a_used_word_and_no_other() {
+        // Small pin shift: the rows of small blocks get several slots, those of 1 MiB one.
+        let cpu = CpuHeap::with_layout(crate::layout::HeapLayout::new(4, 8, crate::CHECKS).with_pin_shift(0));
+        let h = cpu.heap();
+        let l = *h.layout();
+        assert!((0..SLOT_ROWS).any(|r| l.row_shards(r) == 8) && (0..SLOT_ROWS).any(|r| l.row_shards(r) == 1));
+        for row in 0..SLOT_ROWS {
+            let used: std::vec::Vec<*const crate::atomic::Atom64> = (0..l.shards)
+                .filter_map(|i| {
+                    let (w, u) = h.slots().current_word(row, i);
+                    u.then_some(w as *const _)
+                })
+                .collect();
+            let slots: std::vec::Vec<*const crate::atomic::Atom64> =
+                (0..l.row_shards(row)).map(|sh| h.slots().current(row, sh) as *const _).collect();
+            assert_eq!(used, slots, "row {row}");
+        }
     }
 
     /// `free` reads a block's kind from its 64 KiB units' copies: a copy that differs from
