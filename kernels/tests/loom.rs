@@ -1845,4 +1845,29 @@ mod real {
     fn a_take_back_races_a_malloc_of_the_booted_group_and_a_trim() {
         take_back_races_its_group(true);
     }
+
+    /// (12) An install that asks for a whole segment's blocks at once (512 slices of 32 KiB,
+    /// 32 to a 1 MiB block: sixteen blocks) races the take-back of a pending segment of its
+    /// group (segment 0, formatted for the 1 MiB group with every block back in the tree).
+    /// Whether the install sees the tree's blocks (`claim_blocks`) or, after the reclaim, an
+    /// empty tree (`Blocks::claim_whole_fresh_segment`: a fresh segment, every block kept),
+    /// it gets its blocks from a heap with nothing else live, no block is had twice (the
+    /// validator), and the heap is whole at the end (r48).
+    #[test]
+    fn a_whole_segment_install_races_the_take_back_of_its_group_s_segment() {
+        const BIG: u64 = 32 << 10;
+        let c = class_of(BIG);
+        assert_eq!(group_of(c), group_of(class_of(SIZE)));
+        assert_eq!(slices_per_block(c) * group_blocks_per_segment(group_of(c)), 512);
+        model(PREEMPTIONS_LARGE, move || {
+            let m = Model::new(2, vec![]);
+            let reclaimer = pending_then_trim(&m, SIZE, class_of(SIZE));
+            let t = take_slices(&m.heap, c, 512).expect("a heap with nothing live");
+            reclaimer.join().unwrap();
+            let ptrs: Vec<*mut u8> = (0..t.total()).map(|r| t.addr(r, BIG) as *mut u8).collect();
+            // SAFETY: the take's two pieces are live and owned here (the rest of the take
+            // went back in `took`), each freed once, unused after.
+            unsafe { m.check_whole(&ptrs, (0, 0, 0)) };
+        });
+    }
 }
