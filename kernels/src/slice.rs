@@ -66,9 +66,6 @@ pub const PARTIAL_VISITS: u32 = 4;
 /// moves on to the next block.
 pub const PARTIAL_CAS_TRIES: u32 = 8;
 
-/// Whether a row's slots spread over its words (see `Slots::slot_word`).
-pub const SLOT_SPREAD: bool = true;
-
 /// Slot words `trim` reads before retiring any (at most 32: a bit mask of them).
 const TRIM_BATCH: u32 = 8;
 
@@ -242,11 +239,7 @@ pub const fn row_class_kind(row: usize) -> (usize, u32) {
 /// `row_shards` slots spread evenly over its `shards` words (see `Slots::slot_word`).
 #[inline(always)]
 pub const fn slot_stride_log2(l: &HeapLayout, row: usize) -> u32 {
-    if SLOT_SPREAD {
-        l.shards.trailing_zeros() - l.row_shard_log2[row] as u32
-    } else {
-        0
-    }
+    l.shards.trailing_zeros() - l.row_shard_log2[row] as u32
 }
 
 /// The slice layer's part of the metadata: the current-run slot words (one per row and
@@ -291,7 +284,7 @@ impl<'a> Slots<'a> {
     /// Word of slot `shard` (below the row's `row_shards`) of row `row` in a per-slot array.
     /// A row's slots lie evenly spread over its `shards` words: the eight slots of a row of
     /// 1 MiB blocks (8 GiB) would share one 64-byte line, and every poll of their waiters and
-    /// every add of their takers would queue at that one line (`SLOT_SPREAD`).
+    /// every add of their takers would queue at that one line (NOTES r48).
     #[inline(always)]
     fn slot_word(&self, off: u64, row: usize, shard: u32) -> &'a Atom64 {
         debug_assert!(shard < self.layout().row_shards(row), "slot {shard} of row {row}: not one it uses");
